@@ -1,0 +1,3 @@
+from sbert.cli import main
+
+raise SystemExit(main())

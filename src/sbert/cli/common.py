@@ -1,0 +1,30 @@
+"""Arguments and helpers that several subcommands share."""
+
+from __future__ import annotations
+
+import argparse
+
+from sbert.encoder import SentenceEncoder
+from sbert.hub import DEFAULT_MODEL
+from sbert.modules.pooling import POOLING_MODES
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        "-m",
+        default=None,
+        help=f"model directory, hub id (org/name) or {DEFAULT_MODEL!r} (default: the bundled {DEFAULT_MODEL})",
+    )
+    parser.add_argument("--pooling", choices=POOLING_MODES, default=None, help="override the model's pooling")
+    parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
+
+
+def add_data_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", default=None, help="folder with the evaluation data (default: $SBERT_DATA)"
+    )
+
+
+def load_model(args: argparse.Namespace) -> SentenceEncoder:
+    return SentenceEncoder.from_pretrained(args.model, pooling=args.pooling, device=args.device)

@@ -1,0 +1,38 @@
+"""``sbert similarity "A" "B" ...``: print the similarity matrix of a few sentences."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from sbert.cli.common import add_model_arguments, load_model
+from sbert.similarity import MATRIX, similarity_function
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("similarity", help="similarity matrix of the sentences given")
+    parser.add_argument("sentences", nargs="+", help="two or more sentences")
+    parser.add_argument("--metric", choices=list(MATRIX), default="cosine")
+    add_model_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.sentences) < 2:
+        raise ValueError("give at least two sentences to compare")
+    model = load_model(args)
+    vectors = model.encode(args.sentences)
+    matrix = similarity_function(args.metric)(vectors, vectors).numpy()
+    print(format_matrix(args.sentences, matrix))
+    return 0
+
+
+def format_matrix(labels: list[str], matrix: np.ndarray, width: int = 40) -> str:
+    """A plain-text table: one row per sentence, columns numbered."""
+    short = [label if len(label) <= width else label[: width - 1] + "…" for label in labels]
+    header = " " * (width + 5) + "".join(f"{j + 1:>8}" for j in range(len(labels)))
+    rows = [
+        f"{i + 1:>3}. {short[i]:<{width}}" + "".join(f"{v:8.3f}" for v in row) for i, row in enumerate(matrix)
+    ]
+    return "\n".join([header, *rows])

@@ -1,0 +1,181 @@
+"""SentenceEncoder: text → tokens → token vectors → pooling → sentence vector.
+
+The same network embeds every sentence (the siamese / triplet networks of the paper share this one
+module), and at inference a sentence goes through alone to give its fixed-size vector.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from sbert.batching import length_sorted_batches
+from sbert.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.model_io import load_modules, save_modules
+from sbert.modules import Pooling, Tokenized, Transformer
+
+logger = logging.getLogger("sbert")
+
+# Inputs at least this long get a progress bar by default; shorter ones finish before it would help.
+PROGRESS_BAR_MIN_SENTENCES = 1000
+
+
+class SentenceEncoder(nn.Module):
+    """A Hugging Face encoder followed by pooling and optional layers (Dense, Normalize).
+
+    Args:
+        transformer: The token-level encoder with its tokenizer.
+        pooling: How token vectors become one sentence vector.
+        layers: Modules applied to the pooled vector, in order.
+        name: What the model was loaded from, for display.
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> model = SentenceEncoder.from_pretrained()          # bundled all-MiniLM-L6-v2
+        >>> vectors = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
+        >>> vectors.shape
+        (2, 384)
+    """
+
+    def __init__(
+        self,
+        transformer: Transformer,
+        pooling: Pooling | None = None,
+        layers: Sequence[nn.Module] = (),
+        name: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.transformer = transformer
+        self.pooling = pooling or Pooling(transformer.dim)
+        self.layers = nn.ModuleList(layers)
+        self.name = name or "unnamed"
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path | None = None,
+        pooling: str | None = None,
+        max_seq_length: int | None = None,
+        device: str | torch.device | None = None,
+    ) -> SentenceEncoder:
+        """Load a model by name or path.
+
+        Args:
+            name_or_path: ``None`` or ``"all-MiniLM-L6-v2"`` for the bundled model; a local Hugging Face
+                or sentence-transformers directory; or a hub id ``org/name`` (needs internet).
+            pooling: ``"mean"``, ``"cls"`` or ``"max"``; overrides the saved pooling. Plain Hugging Face
+                models default to ``"mean"``.
+            max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
+            device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
+        """
+        path = resolve_model_path(name_or_path)
+        transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
+        model = cls(transformer, pooler, layers, name=str(name_or_path or DEFAULT_MODEL))
+        model.eval()
+        return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+    def save(self, path: str | Path) -> None:
+        """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
+        save_modules(Path(path), self.transformer, self.pooling, list(self.layers))
+
+    @property
+    def dim(self) -> int:
+        """Size of the sentence vectors."""
+        dim = self.pooling.dim
+        for layer in self.layers:
+            dim = getattr(layer, "out_features", dim)
+        return dim
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.transformer.max_seq_length
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def tokenize(self, sentences: Sequence[str]) -> Tokenized:
+        """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
+        try:
+            return self.transformer.tokenize(sentences)
+        except TypeError:
+            # The Rust tokenizer rejects strings that are not valid UTF-8 (lone surrogates):
+            # replace those characters rather than fail on text a user cannot easily see.
+            return self.transformer.tokenize([_valid_utf8(s) for s in sentences])
+
+    def forward(self, features: dict[str, Tensor]) -> Tensor:
+        """Sentence vectors (batch, dim) of a padded batch from ``transformer.collate``."""
+        token_embeddings = self.transformer(features)  # (batch, seq, hidden)
+        embeddings = self.pooling(token_embeddings, features["attention_mask"])  # (batch, hidden)
+        for layer in self.layers:
+            embeddings = layer(embeddings)
+        return embeddings
+
+    def encode(
+        self,
+        sentences: str | Iterable[str],
+        batch_size: int = 32,
+        normalize: bool = False,
+        convert_to_tensor: bool = False,
+        show_progress_bar: bool | None = None,
+    ) -> np.ndarray | Tensor:
+        """Embed sentences; the output keeps the input order.
+
+        Sentences are sorted by token length and each batch is padded only to its longest member
+        (smart batching), so a sentence's vector does not depend on the batch it lands in.
+
+        Args:
+            sentences: One string (returns shape ``(dim,)``) or a list of strings (``(n, dim)``).
+            batch_size: Sentences per forward pass.
+            normalize: Scale every vector to unit length.
+            convert_to_tensor: Return a ``torch.Tensor`` instead of a numpy array.
+            show_progress_bar: Default: on for inputs of 1000 sentences or more.
+
+        Raises:
+            TypeError: an item is not a string (the message names its index and type).
+        """
+        single = isinstance(sentences, str)
+        texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
+        check_texts(texts)
+        embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
+        if texts:
+            tokenized = self.tokenize(texts)
+            if tokenized.truncated:
+                logger.warning(
+                    "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
+                    tokenized.truncated,
+                    len(texts),
+                    self.max_seq_length,
+                )
+            batches = length_sorted_batches(tokenized.lengths, batch_size)
+            if show_progress_bar is None:
+                show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+            was_training = self.training
+            self.eval()
+            with torch.inference_mode():
+                for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress_bar):
+                    features = self.transformer.collate([tokenized.ids[i] for i in batch])
+                    features = {key: value.to(self.device) for key, value in features.items()}
+                    embeddings[torch.from_numpy(batch)] = self(features).float().cpu()
+            self.train(was_training)
+        if normalize:
+            embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
+        result = embeddings[0] if single else embeddings
+        return result if convert_to_tensor else result.numpy()
+
+
+def check_texts(texts: Sequence[object]) -> None:
+    """Raise ``TypeError`` naming the first item that is not a string."""
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"sentences[{index}] is {type(text).__name__}, expected str")
+
+
+def _valid_utf8(text: str) -> str:
+    return text.encode("utf-8", errors="replace").decode("utf-8")

@@ -1,0 +1,175 @@
+"""The on-disk model format: sentence-transformers' directory layout, safetensors only.
+
+A model directory holds the Hugging Face encoder at its root (``config.json``, ``model.safetensors``,
+tokenizer files), ``modules.json`` listing the pipeline, ``sentence_bert_config.json``, and one
+folder per later module (``1_Pooling``, ``2_Dense``, ``3_Normalize``). sbert reads it without
+importing sentence-transformers, and sentence-transformers loads what sbert writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from sbert import __version__
+from sbert.errors import ModelLoadError
+from sbert.modules import Dense, Normalize, Pooling, Transformer
+
+_ST_TYPES = {
+    "Transformer": "sentence_transformers.models.Transformer",
+    "Pooling": "sentence_transformers.models.Pooling",
+    "Dense": "sentence_transformers.models.Dense",
+    "Normalize": "sentence_transformers.models.Normalize",
+}
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; the error names the file and the position of a syntax error."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ModelLoadError(f"{path}: missing") from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ModelLoadError(f"{path}: not valid JSON: {error}") from error
+
+
+def load_modules(
+    path: Path, pooling: str | None = None, max_seq_length: int | None = None
+) -> tuple[Transformer, Pooling, list[nn.Module]]:
+    """Read a model directory: the encoder, its pooling, and the layers after pooling.
+
+    A plain Hugging Face directory (no ``modules.json``) gets ``pooling`` (default ``"mean"``) and no
+    further layers. For a sentence-transformers directory, ``pooling`` overrides the saved choice.
+    """
+    if not (path / "modules.json").is_file():
+        plain = Transformer.load(path, max_seq_length=max_seq_length)
+        return plain, Pooling(plain.dim, pooling or "mean"), []
+
+    entries = read_json(path / "modules.json")
+    transformer: Transformer | None = None
+    pooler: Pooling | None = None
+    layers: list[nn.Module] = []
+    for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):
+        kind = str(entry.get("type", "")).rsplit(".", 1)[-1]
+        folder = path / entry.get("path", "")
+        if kind == "Transformer":
+            settings = _optional_json(folder / "sentence_bert_config.json")
+            transformer = Transformer.load(
+                folder,
+                max_seq_length=max_seq_length or settings.get("max_seq_length"),
+                do_lower_case=bool(settings.get("do_lower_case", False)),
+            )
+        elif kind == "Pooling":
+            config_file = folder / "config.json"
+            pooler = Pooling.from_config(read_json(config_file), source=str(config_file))
+            if pooling is not None:
+                pooler = Pooling(pooler.dim, pooling)
+        elif kind == "Dense":
+            layers.append(_load_dense(folder))
+        elif kind == "Normalize":
+            layers.append(Normalize())
+        else:
+            raise ModelLoadError(
+                f"{path / 'modules.json'}: module type {entry.get('type')!r} is not supported "
+                f"(sbert reads {', '.join(_ST_TYPES)})"
+            )
+    if transformer is None:
+        raise ModelLoadError(f"{path / 'modules.json'}: lists no Transformer module")
+    if pooler is None:
+        pooler = Pooling(transformer.dim, pooling or "mean")
+    return transformer, pooler, layers
+
+
+def save_modules(path: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module]) -> None:
+    """Write a model directory atomically: built under a temporary name, then renamed into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    try:
+        _write_modules(staging, transformer, pooling, layers)
+        _replace_dir(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _write_modules(folder: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module]) -> None:
+    transformer.save(folder)
+    _write_json(
+        folder / "sentence_bert_config.json",
+        {"max_seq_length": transformer.max_seq_length, "do_lower_case": transformer.do_lower_case},
+    )
+    _write_json(
+        folder / "config_sentence_transformers.json",
+        {
+            "__version__": {"sbert": __version__},
+            "prompts": {},
+            "default_prompt_name": None,
+            "similarity_fn_name": "cosine",
+        },
+    )
+    modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["Transformer"]}]
+    (folder / "1_Pooling").mkdir()
+    _write_json(folder / "1_Pooling" / "config.json", pooling.config())
+    modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": _ST_TYPES["Pooling"]})
+    for idx, layer in enumerate(layers, start=2):
+        kind = type(layer).__name__
+        sub = f"{idx}_{kind}"
+        (folder / sub).mkdir()
+        if isinstance(layer, Dense):
+            _write_json(folder / sub / "config.json", layer.config())
+            state = {k: v.detach().contiguous().cpu() for k, v in layer.state_dict().items()}
+            save_file(state, str(folder / sub / "model.safetensors"))
+        elif not isinstance(layer, Normalize):
+            raise TypeError(f"cannot save layer {kind}: sbert saves Dense and Normalize layers")
+        modules.append({"idx": idx, "name": str(idx), "path": sub, "type": _ST_TYPES[kind]})
+    _write_json(folder / "modules.json", modules)
+
+
+def _load_dense(folder: Path) -> Dense:
+    dense = Dense.from_config(read_json(folder / "config.json"))
+    weights = folder / "model.safetensors"
+    try:
+        if weights.is_file():
+            state = load_file(str(weights))
+        else:
+            weights = folder / "pytorch_model.bin"
+            # weights_only=True loads tensors and refuses any pickled code.
+            state = torch.load(weights, map_location="cpu", weights_only=True)
+        dense.load_state_dict(state)
+    except FileNotFoundError as error:
+        raise ModelLoadError(f"{folder}: the Dense layer has no model.safetensors") from error
+    except Exception as error:
+        raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
+    return dense
+
+
+def _optional_json(path: Path) -> dict[str, Any]:
+    return read_json(path) if path.is_file() else {}
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Move ``new`` to ``target``; an existing ``target`` is only removed once the new one is in place."""
+    if not target.exists():
+        os.replace(new, target)
+        return
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

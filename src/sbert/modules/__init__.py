@@ -1,0 +1,8 @@
+"""The layers of a sentence encoder, in the order the paper describes them."""
+
+from sbert.modules.dense import Dense
+from sbert.modules.normalize import Normalize
+from sbert.modules.pooling import POOLING_MODES, Pooling
+from sbert.modules.transformer import Tokenized, Transformer
+
+__all__ = ["POOLING_MODES", "Dense", "Normalize", "Pooling", "Tokenized", "Transformer"]

@@ -1,0 +1,155 @@
+"""Transformer: text → tokens → token vectors, with a Hugging Face encoder and its fast tokenizer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from sbert.errors import ModelLoadError
+
+
+@dataclass
+class Tokenized:
+    """Token ids of a list of texts, unpadded, and how many texts were cut to ``max_seq_length``."""
+
+    ids: list[list[int]]
+    truncated: int
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(ids) for ids in self.ids]
+
+
+class Transformer(nn.Module):
+    """A Hugging Face encoder with its tokenizer: the token-level half of a sentence encoder.
+
+    Args:
+        model: Any ``AutoModel`` encoder (BERT, RoBERTa, MiniLM, ...).
+        tokenizer: Its fast tokenizer.
+        max_seq_length: Longer inputs are truncated to this many tokens (special tokens included).
+        do_lower_case: Lower-case text before tokenizing (for cased models used uncased).
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        max_seq_length: int | None = None,
+        do_lower_case: bool = False,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
+        self.do_lower_case = do_lower_case
+        self._accepts_token_types = "token_type_ids" in tokenizer.model_input_names
+
+    @classmethod
+    def load(
+        cls, path: str | Path, max_seq_length: int | None = None, do_lower_case: bool = False
+    ) -> Transformer:
+        """Load a Hugging Face model directory (``config.json``, ``model.safetensors``, tokenizer files)."""
+        path = Path(path)
+        config_file = path / "config.json"
+        if not config_file.is_file():
+            raise ModelLoadError(f"{config_file}: missing; a Hugging Face model directory needs config.json")
+        weights = path / "model.safetensors"
+        if not weights.is_file() and not (path / "model.safetensors.index.json").is_file():
+            found = ", ".join(sorted(p.name for p in path.glob("*.bin"))) or "no weights file"
+            raise ModelLoadError(
+                f"{weights}: missing ({found} found). sbert loads weights from safetensors only and never "
+                "unpickles; convert the checkpoint with safetensors first."
+            )
+        try:
+            config = AutoConfig.from_pretrained(path)
+        except Exception as error:  # broken JSON, unknown model type
+            raise ModelLoadError(f"{config_file}: cannot be read: {error}") from error
+        try:
+            with _quiet_transformers():
+                model = AutoModel.from_pretrained(path, config=config, use_safetensors=True)
+        except Exception as error:  # truncated or corrupt safetensors
+            raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+        except Exception as error:
+            raise ModelLoadError(f"{path}: the tokenizer files cannot be loaded: {error}") from error
+        if not tokenizer.is_fast:
+            raise ModelLoadError(f"{path}: sbert needs a fast (Rust) tokenizer; tokenizer.json is missing")
+        return cls(model, tokenizer, max_seq_length=max_seq_length, do_lower_case=do_lower_case)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def tokenize(self, texts: Sequence[str]) -> Tokenized:
+        """Tokenize without padding; padding happens per batch in :meth:`collate`."""
+        if self.do_lower_case:
+            texts = [text.lower() for text in texts]
+        encoded = self.tokenizer(
+            list(texts),
+            truncation=True,
+            max_length=self.max_seq_length,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        truncated = sum(1 for encoding in encoded.encodings if encoding.overflowing)
+        return Tokenized(ids=encoded["input_ids"], truncated=truncated)
+
+    def collate(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
+        """Pad a batch only to its longest member: ``input_ids`` and ``attention_mask``, (batch, seq)."""
+        longest = max(len(ids) for ids in batch_ids)
+        pad_id = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(batch_ids), longest), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(batch_ids), longest), dtype=torch.long)
+        for row, ids in enumerate(batch_ids):
+            input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, : len(ids)] = 1
+        features = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self._accepts_token_types:
+            features["token_type_ids"] = torch.zeros_like(input_ids)
+        return features
+
+    def forward(self, features: dict[str, Tensor]) -> Tensor:
+        """Token vectors of the last layer, (batch, seq, hidden)."""
+        inputs = {key: value for key, value in features.items() if key in _MODEL_INPUTS}
+        return self.model(**inputs, return_dict=True).last_hidden_state
+
+    def save(self, path: Path) -> None:
+        with _quiet_transformers():
+            self.model.save_pretrained(path, safe_serialization=True)
+        self.tokenizer.save_pretrained(path)
+
+
+_MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' per-load progress bar and load report, restoring the caller's settings."""
+    bars_were_on = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars_were_on:
+            hf_logging.enable_progress_bar()
+
+
+def default_max_seq_length(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
+    """The longest input the model can take: its position table, or the tokenizer's limit if smaller."""
+    positions = int(getattr(model.config, "max_position_embeddings", 512))
+    if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        positions -= 2  # RoBERTa's position ids start after the padding index
+    limit = tokenizer.model_max_length if tokenizer.model_max_length < 1_000_000 else positions
+    return min(positions, int(limit))

@@ -1,0 +1,86 @@
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.cli import main
+
+
+def test_encode_txt_to_npy_matches_api(tiny_model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_text("a man plays guitar\nthe dog runs\n", encoding="utf-8")
+    assert (
+        main(
+            [
+                "encode",
+                str(tmp_path / "in.txt"),
+                "-o",
+                str(tmp_path / "out.npy"),
+                "--model",
+                str(tiny_model_dir),
+            ]
+        )
+        == 0
+    )
+    expected = SentenceEncoder.from_pretrained(tiny_model_dir).encode(["a man plays guitar", "the dog runs"])
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), expected, atol=1e-6)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
+def test_encode_csv_to_jsonl(tiny_model_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "in.csv").write_text("id,sentence\n1,hello\n2,world\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    code = main(
+        [
+            "encode",
+            str(tmp_path / "in.csv"),
+            "--column",
+            "sentence",
+            "-o",
+            str(out),
+            "--model",
+            str(tiny_model_dir),
+            "--normalize",
+        ]
+    )
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert code == 0 and [r["text"] for r in records] == ["hello", "world"]
+    assert abs(np.linalg.norm(records[0]["embedding"]) - 1) < 1e-5
+
+
+def test_encode_stdin_to_stdout(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("one\ntwo\nthree\n"))
+    assert main(["encode", "-", "--model", str(tiny_model_dir)]) == 0
+    assert [json.loads(line)["index"] for line in capsys.readouterr().out.splitlines()] == [0, 1, 2]
+
+
+def test_encode_bad_input_is_reported(tiny_model_dir: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"x": 1}\n', encoding="utf-8")
+    assert main(["encode", str(tmp_path / "bad.jsonl"), "--model", str(tiny_model_dir)]) == 1
+    assert "bad.jsonl:1" in capsys.readouterr().err
+    assert main(["encode", str(tmp_path / "missing.txt")]) == 1
+
+
+def test_similarity_prints_matrix(tiny_model_dir: Path, capsys) -> None:
+    assert main(["similarity", "a cat", "a dog", "rain", "--model", str(tiny_model_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and "1.000" in lines[1]
+
+
+def test_info(tiny_model_dir: Path, capsys) -> None:
+    assert main(["info", str(tiny_model_dir), "--pooling", "cls"]) == 0
+    out = capsys.readouterr().out
+    assert "Pooling(cls)" in out and "dimension:      32" in out
+
+
+def test_demo_without_data(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.delenv("SBERT_DATA", raising=False)
+    assert main(["demo", "--model", str(tiny_model_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "Semantic search over 32 corpus sentences" in out and "STSb test: skipped" in out
+
+
+def test_no_command_prints_help(capsys) -> None:
+    assert main([]) == 2

@@ -1,0 +1,111 @@
+"""Shared fixtures: a tiny random BERT built from a config (no download), the data directory, and
+the bundled all-MiniLM-L6-v2 for integration tests."""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+from sbert import SentenceEncoder
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = [
+    "a",
+    "an",
+    "the",
+    "man",
+    "woman",
+    "child",
+    "dog",
+    "cat",
+    "is",
+    "are",
+    "plays",
+    "playing",
+    "guitar",
+    "piano",
+    "music",
+    "food",
+    "eats",
+    "eating",
+    "cooks",
+    "runs",
+    "running",
+    "park",
+    "street",
+    "car",
+    "red",
+    "blue",
+    "big",
+    "small",
+    "happy",
+    "sad",
+    "sun",
+    "rain",
+    "space",
+    "rocket",
+    "bug",
+    "code",
+    "test",
+    "and",
+    "of",
+    "in",
+    "on",
+    "with",
+    "to",
+    "for",
+    "not",
+    "no",
+    "yes",
+    "good",
+    "bad",
+]
+
+
+def build_tiny_bert(path: Path, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+    """Save a randomly initialised BERT (hidden 32, 2 layers) with a small WordPiece vocabulary."""
+    path.mkdir(parents=True, exist_ok=True)
+    chars = list(string.ascii_lowercase + string.digits + string.punctuation)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars), *WORDS]
+    (path / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture()
+def tiny_encoder(tiny_model_dir: Path) -> SentenceEncoder:
+    return SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = Path(os.environ.get("SBERT_DATA", REPO.parent / "shared" / "data"))
+    if not (path / "stsb").is_dir():
+        pytest.skip(f"data directory {path} not found (set SBERT_DATA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def bundled_encoder() -> SentenceEncoder:
+    return SentenceEncoder.from_pretrained(device="cpu")

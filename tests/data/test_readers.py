@@ -1,0 +1,36 @@
+from pathlib import Path
+
+import pytest
+
+from sbert.data import DataFormatError, read_stsb
+
+
+def test_stsb_ignores_trailing_fields(tmp_path: Path) -> None:
+    folder = tmp_path / "stsb" / "original"
+    folder.mkdir(parents=True)
+    (folder / "sts-test.csv").write_text(
+        'main\tfile\t2012\t1\t4.5\tA "quoted" man.\tA man.\n'
+        "main\tfile\t2012\t2\t0.0\tB\tC\tsource1\tsource2\n",
+        encoding="utf-8",
+    )
+    pairs = read_stsb("test", tmp_path)
+    assert [(p.sentence1, p.sentence2, p.score) for p in pairs] == [
+        ('A "quoted" man.', "A man.", 4.5),
+        ("B", "C", 0.0),
+    ]
+
+
+def test_stsb_bad_score_names_line(tmp_path: Path) -> None:
+    folder = tmp_path / "stsb" / "original"
+    folder.mkdir(parents=True)
+    (folder / "sts-dev.csv").write_text("g\tf\ty\t1\t4\ta\tb\ng\tf\ty\t2\t7.5\ta\tb\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"sts-dev.csv:2: score 7.5 is outside 0-5"):
+        read_stsb("dev", tmp_path)
+
+
+def test_missing_data_names_path_and_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(FileNotFoundError, match=r"STSb train: .*sts-train.csv not found"):
+        read_stsb("train", tmp_path)
+    monkeypatch.delenv("SBERT_DATA", raising=False)
+    with pytest.raises(FileNotFoundError, match="SBERT_DATA"):
+        read_stsb("train")

@@ -1,0 +1,87 @@
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from sbert import SentenceEncoder
+
+SENTENCES = [
+    "a man plays the guitar",
+    "the dog runs in the park",
+    "rain",
+    "a small red car and a big blue car",
+]
+
+
+def test_shapes(tiny_encoder: SentenceEncoder) -> None:
+    assert tiny_encoder.encode(SENTENCES).shape == (4, tiny_encoder.dim)
+    assert tiny_encoder.encode("one sentence").shape == (tiny_encoder.dim,)
+    empty = tiny_encoder.encode([])
+    assert empty.shape == (0, tiny_encoder.dim) and empty.dtype == np.float32
+    assert isinstance(tiny_encoder.encode(SENTENCES, convert_to_tensor=True), torch.Tensor)
+
+
+def test_order_and_batch_independence(tiny_encoder: SentenceEncoder) -> None:
+    alone = np.stack([tiny_encoder.encode(s) for s in SENTENCES])
+    for batch_size in (1, 2, 3, 32):
+        together = tiny_encoder.encode(SENTENCES, batch_size=batch_size)
+        np.testing.assert_allclose(together, alone, atol=1e-5)
+    mixed = tiny_encoder.encode([SENTENCES[2], "the cat eats food", SENTENCES[0]], batch_size=3)
+    np.testing.assert_allclose(mixed[[0, 2]], alone[[2, 0]], atol=1e-5)
+
+
+def test_matches_a_hand_written_forward_pass(tiny_encoder: SentenceEncoder) -> None:
+    tokenizer, bert = tiny_encoder.transformer.tokenizer, tiny_encoder.transformer.model
+    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        tokens = bert(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    expected = (tokens * mask).sum(1) / mask.sum(1)
+    np.testing.assert_allclose(tiny_encoder.encode(SENTENCES), expected.numpy(), atol=1e-5)
+
+
+def test_normalize(tiny_encoder: SentenceEncoder) -> None:
+    norms = np.linalg.norm(tiny_encoder.encode(SENTENCES, normalize=True), axis=1)
+    np.testing.assert_allclose(norms, 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [None, 3, 2.5, b"bytes"])
+def test_non_strings_name_index_and_type(tiny_encoder: SentenceEncoder, bad: object) -> None:
+    with pytest.raises(TypeError, match=rf"sentences\[1\] is {type(bad).__name__}"):
+        tiny_encoder.encode(["fine", bad])  # type: ignore[list-item]
+
+
+def test_any_text_is_embedded(tiny_encoder: SentenceEncoder) -> None:
+    odd = [
+        "",
+        "   ",
+        "😀🎸",
+        "中文文本",
+        "עברית מימין לשמאל",
+        "nul\x00byte",
+        "lone \ud800 surrogate",
+        "x" * 100_000,
+    ]
+    vectors = tiny_encoder.encode(odd)
+    assert vectors.shape == (len(odd), tiny_encoder.dim) and np.isfinite(vectors).all()
+
+
+def test_truncation_is_reported_once_with_count(tiny_encoder: SentenceEncoder, caplog) -> None:
+    long = " ".join(["guitar"] * 200)
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        tiny_encoder.encode([long, long, "short"])
+    notices = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]
+    assert notices == [
+        f"2 of 3 inputs were longer than max_seq_length={tiny_encoder.max_seq_length} tokens and were truncated"
+    ]
+
+
+def test_max_seq_length_from_model_config(tiny_encoder: SentenceEncoder) -> None:
+    assert tiny_encoder.max_seq_length == 64
+
+
+def test_training_mode_is_restored(tiny_encoder: SentenceEncoder) -> None:
+    tiny_encoder.train()
+    tiny_encoder.encode(SENTENCES)
+    assert tiny_encoder.training
