@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from sbert.data import DataFormatError, read_stsb
+from sbert.data import DataFormatError, read_snli_senteval, read_stsb
 
 
 def test_stsb_ignores_trailing_fields(tmp_path: Path) -> None:
@@ -34,3 +34,16 @@ def test_missing_data_names_path_and_dataset(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("SBERT_DATA", raising=False)
     with pytest.raises(FileNotFoundError, match="SBERT_DATA"):
         read_stsb("train")
+
+
+def test_snli_senteval(tmp_path: Path) -> None:
+    folder = tmp_path / "snli_senteval"
+    folder.mkdir()
+    (folder / "s1.dev").write_text("A man sleeps.\nA dog runs.\n")
+    (folder / "s2.dev").write_text("A person rests.\nA cat sits.\n")
+    (folder / "labels.dev").write_text("entailment\ncontradiction\n")
+    pairs = read_snli_senteval("dev", tmp_path)
+    assert [p.label for p in pairs] == ["entailment", "contradiction"]
+    (folder / "labels.dev").write_text("entailment\nmaybe\n")
+    with pytest.raises(DataFormatError, match=r"labels.dev:2: label 'maybe'"):
+        read_snli_senteval("dev", tmp_path)

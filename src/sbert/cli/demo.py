@@ -11,13 +11,13 @@ import time
 from importlib import resources
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from sbert.cli.common import add_data_argument, add_model_arguments, load_model
 from sbert.cli.similarity import format_matrix
 from sbert.data import read_stsb, resolve_data_dir
 from sbert.encoder import SentenceEncoder
-from sbert.similarity import cosine_matrix, cosine_pairwise
+from sbert.evaluation import SimilarityEvaluator
+from sbert.similarity import cosine_matrix
 
 QUERIES = [
     "Someone is making music.",
@@ -78,8 +78,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def stsb_test_spearman(model: SentenceEncoder, data_dir: str | None) -> float:
-    pairs = read_stsb("test", data_dir)
-    u = model.encode([p.sentence1 for p in pairs])
-    v = model.encode([p.sentence2 for p in pairs])
-    cosine = cosine_pairwise(u, v).numpy()
-    return float(spearmanr(cosine, [p.score for p in pairs]).statistic) * 100
+    return SimilarityEvaluator(read_stsb("test", data_dir), name="stsb-test")(model)["spearman_cosine"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from sbert.data.paths import dataset_file
+from sbert.data.records import NLI_LABELS, LabeledPair, ScoredPair
 
 
 class DataFormatError(ValueError):
@@ -14,15 +14,6 @@ class DataFormatError(ValueError):
     def __init__(self, path: Path | str, line: int, problem: str) -> None:
         super().__init__(f"{path}:{line}: {problem}")
         self.path, self.line, self.problem = Path(path), line, problem
-
-
-@dataclass(frozen=True)
-class ScoredPair:
-    """Two sentences and a gold similarity score."""
-
-    sentence1: str
-    sentence2: str
-    score: float
 
 
 STSB_SPLITS = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
@@ -52,4 +43,29 @@ def read_stsb(split: str = "test", data_dir: str | Path | None = None) -> list[S
             if not 0.0 <= score <= 5.0:
                 raise DataFormatError(path, number, f"score {score} is outside 0-5")
             pairs.append(ScoredPair(fields[5], fields[6], score))
+    return pairs
+
+
+SNLI_SPLITS = ("dev", "test")
+
+
+def read_snli_senteval(split: str = "dev", data_dir: str | Path | None = None) -> list[LabeledPair]:
+    """SNLI in SentEval's three-file form: ``s1.<split>``, ``s2.<split>``, ``labels.<split>``, lines aligned."""
+    if split not in SNLI_SPLITS:
+        raise ValueError(
+            f"unknown SNLI split {split!r}; SentEval's copy has {', '.join(SNLI_SPLITS)} (no train)"
+        )
+    files = [
+        dataset_file(data_dir, f"snli_senteval/{name}.{split}", f"SNLI {split}")
+        for name in ("s1", "s2", "labels")
+    ]
+    columns = [path.read_text(encoding="utf-8").splitlines() for path in files]
+    if len({len(column) for column in columns}) != 1:
+        counts = ", ".join(f"{path.name}: {len(column)}" for path, column in zip(files, columns))
+        raise DataFormatError(files[2], 1, f"the three files are not aligned ({counts} lines)")
+    pairs = []
+    for number, (s1, s2, label) in enumerate(zip(*columns), start=1):
+        if label not in NLI_LABELS:
+            raise DataFormatError(files[2], number, f"label {label!r} is not one of {', '.join(NLI_LABELS)}")
+        pairs.append(LabeledPair(s1, s2, label))
     return pairs
