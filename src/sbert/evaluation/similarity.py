@@ -75,4 +75,3 @@ def correlation(function, predicted: np.ndarray, gold: np.ndarray) -> float:  # 
     if np.ptp(predicted) == 0 or np.ptp(gold) == 0:
         raise ValueError("correlation is undefined: the predicted or the gold scores are constant")
     return float(function(predicted, gold).statistic) * 100
-    return value
