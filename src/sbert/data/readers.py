@@ -1,25 +1,42 @@
-"""Readers that turn data-set files into plain typed records."""
+"""Readers that turn data-set files into plain typed records: STSb and SNLI (SentEval form).
+
+Every reader stops at the first malformed line with a :class:`DataFormatError` naming the file and
+line; with ``skip_bad_lines=True`` it skips such lines instead and logs how many it skipped.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from sbert.data.errors import BadLines, DataFormatError
 from sbert.data.paths import dataset_file
 from sbert.data.records import NLI_LABELS, LabeledPair, ScoredPair
 
+__all__ = ["DataFormatError", "parse_score", "read_snli_senteval", "read_stsb"]
 
-class DataFormatError(ValueError):
-    """A malformed line in a data file; the message names the file and the line number."""
 
-    def __init__(self, path: Path | str, line: int, problem: str) -> None:
-        super().__init__(f"{path}:{line}: {problem}")
-        self.path, self.line, self.problem = Path(path), line, problem
+def parse_score(text: str, low: float, high: float) -> float:
+    """A gold score in ``[low, high]``; ``ValueError`` says what is wrong with it.
+
+    Example:
+        >>> parse_score("4.20", 0, 5)
+        4.2
+    """
+    try:
+        score = float(text)
+    except ValueError:
+        raise ValueError(f"score {text!r} is not a number") from None
+    if not low <= score <= high:  # also rejects NaN
+        raise ValueError(f"score {score} is outside {low:g}-{high:g}")
+    return score
 
 
 STSB_SPLITS = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
 
 
-def read_stsb(split: str = "test", data_dir: str | Path | None = None) -> list[ScoredPair]:
+def read_stsb(
+    split: str = "test", data_dir: str | Path | None = None, skip_bad_lines: bool = False
+) -> list[ScoredPair]:
     """STS benchmark pairs with their 0-5 gold scores.
 
     The files are tab-separated without quoting; fields 5-7 are score, sentence1, sentence2, and
@@ -29,19 +46,17 @@ def read_stsb(split: str = "test", data_dir: str | Path | None = None) -> list[S
         raise ValueError(f"unknown STSb split {split!r}; choose one of {', '.join(STSB_SPLITS)}")
     path = dataset_file(data_dir, f"stsb/original/{STSB_SPLITS[split]}", f"STSb {split}")
     pairs = []
-    with path.open(encoding="utf-8") as lines:
+    with path.open(encoding="utf-8") as lines, BadLines(path, skip_bad_lines) as bad:
         for number, line in enumerate(lines, start=1):
             fields = line.rstrip("\n").split("\t")
             if len(fields) < 7:
-                raise DataFormatError(
-                    path, number, f"expected at least 7 tab-separated fields, got {len(fields)}"
-                )
+                bad.found(number, f"expected at least 7 tab-separated fields, got {len(fields)}")
+                continue
             try:
-                score = float(fields[4])
-            except ValueError:
-                raise DataFormatError(path, number, f"score {fields[4]!r} is not a number") from None
-            if not 0.0 <= score <= 5.0:
-                raise DataFormatError(path, number, f"score {score} is outside 0-5")
+                score = parse_score(fields[4], 0.0, 5.0)
+            except ValueError as error:
+                bad.found(number, str(error))
+                continue
             pairs.append(ScoredPair(fields[5], fields[6], score))
     return pairs
 
@@ -49,7 +64,9 @@ def read_stsb(split: str = "test", data_dir: str | Path | None = None) -> list[S
 SNLI_SPLITS = ("dev", "test")
 
 
-def read_snli_senteval(split: str = "dev", data_dir: str | Path | None = None) -> list[LabeledPair]:
+def read_snli_senteval(
+    split: str = "dev", data_dir: str | Path | None = None, skip_bad_lines: bool = False
+) -> list[LabeledPair]:
     """SNLI in SentEval's three-file form: ``s1.<split>``, ``s2.<split>``, ``labels.<split>``, lines aligned."""
     if split not in SNLI_SPLITS:
         raise ValueError(
@@ -64,8 +81,10 @@ def read_snli_senteval(split: str = "dev", data_dir: str | Path | None = None) -
         counts = ", ".join(f"{path.name}: {len(column)}" for path, column in zip(files, columns))
         raise DataFormatError(files[2], 1, f"the three files are not aligned ({counts} lines)")
     pairs = []
-    for number, (s1, s2, label) in enumerate(zip(*columns), start=1):
-        if label not in NLI_LABELS:
-            raise DataFormatError(files[2], number, f"label {label!r} is not one of {', '.join(NLI_LABELS)}")
-        pairs.append(LabeledPair(s1, s2, label))
+    with BadLines(files[2], skip_bad_lines) as bad:
+        for number, (s1, s2, label) in enumerate(zip(*columns), start=1):
+            if label not in NLI_LABELS:
+                bad.found(number, f"label {label!r} is not one of {', '.join(NLI_LABELS)}")
+                continue
+            pairs.append(LabeledPair(s1, s2, label))
     return pairs
