@@ -75,7 +75,8 @@ def read_sts_files(
     gold_lines = gold.read_text(encoding="utf-8").splitlines()
     if len(input_lines) != len(gold_lines):
         raise DataFormatError(
-            gold, min(len(input_lines), len(gold_lines)) + 1,
+            gold,
+            min(len(input_lines), len(gold_lines)) + 1,
             f"{len(gold_lines)} gold lines but {len(input_lines)} input lines in {inputs.name}",
         )
     pairs = []

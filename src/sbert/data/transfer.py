@@ -37,7 +37,7 @@ def read_binary_task(task: str, data_dir: str | Path | None = None) -> list[Labe
     """
     if task not in BINARY_TASK_FILES:
         raise ValueError(f"unknown task {task!r}; choose one of {', '.join(BINARY_TASK_FILES)}")
-    sentences = []
+    sentences: list[LabeledSentence] = []
     for relative, label in BINARY_TASK_FILES[task]:
         path = dataset_file(data_dir, f"senteval_transfer/{relative}", task)
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()

