@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.evaluation.baselines import AveragedGloVe, cls_encoder, token_average_encoder
+from sbert.evaluation.baselines import AveragedGloVe, SharedNetworkPass, cls_encoder, token_average_encoder
 
 
 def test_glove_average_of_known_words_and_zero_for_none() -> None:
@@ -46,3 +46,20 @@ def test_glove_package_loads() -> None:
     a, b, c = glove.encode(["A man plays a guitar.", "A man is playing guitar.", "Stock prices fell."])
     cos = lambda x, y: float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))  # noqa: E731
     assert cos(a, b) > cos(a, c)
+
+
+def test_shared_pass_equals_separate_encoders(tiny_encoder: SentenceEncoder) -> None:
+    sentences = ["a man plays guitar", "the dog runs in the park", "rain", "a man plays guitar"]
+    shared = SharedNetworkPass(tiny_encoder)
+    expected = {
+        "model": tiny_encoder,
+        "mean": token_average_encoder(tiny_encoder),
+        "cls": cls_encoder(tiny_encoder),
+    }
+    first = shared.view("cls").encode(sentences[:2])  # the other views fill from this pass
+    assert set(shared.store["model"]) == set(sentences[:2])
+    for name, encoder in expected.items():
+        np.testing.assert_allclose(shared.view(name).encode(sentences), encoder.encode(sentences), atol=1e-5)
+    np.testing.assert_array_equal(first, shared.view("cls").encode(sentences[:2]))
+    with pytest.raises(ValueError, match="unknown view 'max'"):
+        shared.view("max")

@@ -18,7 +18,7 @@ from sbert.cli.common import add_data_argument, add_model_arguments, load_model
 from sbert.data.paths import resolve_data_dir
 from sbert.data.sts import STS_SOURCES
 from sbert.evaluation import paper
-from sbert.evaluation.baselines import AveragedGloVe, cls_encoder, token_average_encoder
+from sbert.evaluation.baselines import AveragedGloVe, SharedNetworkPass
 from sbert.evaluation.senteval import TRANSFER_TASKS, TransferSettings, evaluate_transfer
 from sbert.evaluation.similarity import Encoder
 from sbert.evaluation.sts import STS_SETS, evaluate_sts, spearman_cosine
@@ -66,9 +66,14 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args)
     encoders: dict[str, Encoder] = {f"ours: {model.name}": model}
     if args.baselines:
-        encoders["ours: Avg. GloVe 6B 50d"] = AveragedGloVe.from_package()
-        encoders[f"ours: {model.name}, avg. token vectors"] = token_average_encoder(model)
-        encoders[f"ours: {model.name}, CLS vector"] = cls_encoder(model)
+        # The token baselines reuse the model's network pass: one forward per sentence for all three.
+        shared = SharedNetworkPass(model)
+        encoders = {
+            f"ours: {model.name}": shared.view("model"),
+            "ours: Avg. GloVe 6B 50d": AveragedGloVe.from_package(),
+            f"ours: {model.name}, avg. token vectors": shared.view("mean"),
+            f"ours: {model.name}, CLS vector": shared.view("cls"),
+        }
     suites = SUITES[args.suite]
     results: dict[str, dict] = {label: {} for label in encoders}
     seconds: dict[str, dict[str, float]] = {label: {} for label in encoders}

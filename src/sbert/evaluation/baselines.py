@@ -19,8 +19,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
+from tqdm.auto import tqdm
 
-from sbert.encoder import SentenceEncoder
+from sbert.batching import length_sorted_batches
+from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES, SentenceEncoder, check_texts
 from sbert.modules.pooling import Pooling
 
 # GloVe 6B was trained on Stanford-tokenized, lower-cased text: words keep inner hyphens, dots and
@@ -123,3 +126,78 @@ def cls_encoder(model: SentenceEncoder) -> SentenceEncoder:
     return SentenceEncoder(
         model.transformer, Pooling(model.transformer.dim, "cls"), name=f"{model.name}, CLS vector"
     )
+
+
+class SharedNetworkPass:
+    """Evaluate a model and its two token baselines with one network pass per sentence.
+
+    The model, :func:`token_average_encoder` and :func:`cls_encoder` differ only after the network's
+    last layer, so each distinct sentence goes through the network once and all three sentence
+    vectors are kept. :meth:`view` gives an encoder for each; its vectors equal the separate
+    encoder's (a sentence's vector does not depend on its batch, to 1e-5).
+
+    Example:
+        >>> shared = SharedNetworkPass(SentenceEncoder.from_pretrained())
+        >>> model, cls = shared.view("model"), shared.view("cls")
+        >>> model.encode(["A man plays guitar."]).shape, cls.encode(["A man plays guitar."]).shape
+        ((1, 384), (1, 384))
+    """
+
+    VIEWS = ("model", "mean", "cls")
+
+    def __init__(self, model: SentenceEncoder) -> None:
+        self.model = model
+        self.poolings = {
+            "mean": Pooling(model.transformer.dim, "mean"),
+            "cls": Pooling(model.transformer.dim, "cls"),
+        }
+        self.store: dict[str, dict[str, np.ndarray]] = {view: {} for view in self.VIEWS}
+
+    def view(self, name: str) -> _SharedView:
+        """The encoder for ``model`` (the full model), ``mean`` or ``cls``."""
+        if name not in self.VIEWS:
+            raise ValueError(f"unknown view {name!r}; choose one of {', '.join(self.VIEWS)}")
+        return _SharedView(self, name)
+
+    def vectors(self, view: str, sentences: Sequence[str], batch_size: int) -> np.ndarray:
+        check_texts(sentences)
+        missing = list(dict.fromkeys(s for s in sentences if s not in self.store[view]))
+        if missing:
+            self._encode(missing, batch_size)
+        store = self.store[view]
+        return (
+            np.stack([store[s] for s in sentences])
+            if sentences
+            else np.zeros((0, self.model.dim), np.float32)
+        )
+
+    def _encode(self, texts: list[str], batch_size: int) -> None:
+        model = self.model
+        tokenized = model.tokenize(texts)
+        batches = length_sorted_batches(tokenized.lengths, batch_size)
+        model.eval()
+        with torch.inference_mode():
+            bar = tqdm(
+                batches, desc="Encoding", unit="batch", disable=len(texts) < PROGRESS_BAR_MIN_SENTENCES
+            )
+            for batch in bar:
+                features = model.transformer.collate([tokenized.ids[i] for i in batch])
+                features = {key: value.to(model.device) for key, value in features.items()}
+                tokens = model.transformer(features)  # (batch, seq, hidden)
+                pooled = {"model": model.pooling(tokens, features["attention_mask"])}  # (batch, hidden)
+                for layer in model.layers:
+                    pooled["model"] = layer(pooled["model"])
+                for name, pooling in self.poolings.items():
+                    pooled[name] = pooling(tokens, features["attention_mask"])
+                for name, vectors in pooled.items():
+                    rows = vectors.float().cpu().numpy()
+                    for row, index in zip(rows, batch):
+                        self.store[name][texts[index]] = row
+
+
+class _SharedView:
+    def __init__(self, shared: SharedNetworkPass, view: str) -> None:
+        self.shared, self.view = shared, view
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        return self.shared.vectors(self.view, list(sentences), batch_size)

@@ -50,7 +50,7 @@ class TransferSettings:
         max_iter: L-BFGS iteration limit.
     """
 
-    c_grid: tuple[float, ...] = (0.01, 0.1, 1.0)
+    c_grid: tuple[float, ...] = (0.001, 0.003, 0.01, 0.03, 0.1, 1.0)
     folds: int = 10
     inner_folds: int = 3
     seed: int = 1111
@@ -84,14 +84,20 @@ def fit_classifier(features: np.ndarray, labels: np.ndarray, settings: TransferS
     """
     inner = StratifiedKFold(settings.inner_folds, shuffle=True, random_state=settings.seed)
     search = LogisticRegressionCV(
-        Cs=list(settings.c_grid), cv=inner, max_iter=settings.max_iter, random_state=settings.seed
+        Cs=list(settings.c_grid),
+        cv=inner,
+        scoring="accuracy",
+        l1_ratios=(0.0,),  # plain L2, as SentEval
+        max_iter=settings.max_iter,
+        random_state=settings.seed,
+        use_legacy_attributes=False,
     )
     return make_pipeline(StandardScaler(), search).fit(features, labels)
 
 
 def chosen_c(classifier: Pipeline) -> float:
     """The ``C`` the inner cross-validation picked."""
-    return float(classifier[-1].C_[0])
+    return float(classifier[-1].C_)
 
 
 def cross_validated(features: np.ndarray, labels: np.ndarray, settings: TransferSettings) -> TransferResult:

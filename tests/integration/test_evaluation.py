@@ -1,0 +1,102 @@
+"""The STS evaluation on the bundled model against sentence-transformers' EmbeddingSimilarityEvaluator.
+
+sbert encodes the seven sets once (module fixture). sentence-transformers re-encodes STS13, STS16 and
+SICK-R itself (the sets with the traps: missing SMT input, the STS16 file layout, SICK's header);
+for STS12, STS14 and STS15 its evaluator scores sbert's vectors, which checks the pooled pairs and the
+correlations (that the vectors equal sentence-transformers' is tested in test_bundled_model.py).
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+
+from sbert import SentenceEncoder
+from sbert.evaluation.sts import PrecomputedEncoder, encode_once, evaluate_sts, load_sts_sets
+from sbert.hub import bundled_model_path
+
+pytestmark = pytest.mark.integration
+
+PAIRS = {
+    "STS12": 3108,
+    "STS13": 1500,
+    "STS14": 3750,
+    "STS15": 3000,
+    "STS16": 1186,
+    "STSb": 1379,
+    "SICK-R": 4927,
+}
+SIMILARITIES = ["cosine", "euclidean", "manhattan", "dot"]
+
+
+@pytest.fixture(scope="module")
+def sets(data_dir: Path) -> dict:
+    return load_sts_sets(data_dir=data_dir)
+
+
+@pytest.fixture(scope="module")
+def cache(bundled_encoder: SentenceEncoder, sets: dict) -> PrecomputedEncoder:
+    sentences = [
+        s
+        for subsets in sets.values()
+        for part in subsets.values()
+        for p in part
+        for s in (p.sentence1, p.sentence2)
+    ]
+    return encode_once(bundled_encoder, sentences)
+
+
+@pytest.fixture(scope="module")
+def results(cache: PrecomputedEncoder, data_dir: Path) -> dict:
+    return evaluate_sts(cache, data_dir)  # the cache serves the vectors: sbert encodes once per module
+
+
+class Vectors:
+    """Hands sbert's vectors to sentence-transformers' evaluator in place of a model."""
+
+    def __init__(self, cache: PrecomputedEncoder) -> None:
+        self.cache = cache
+
+    def encode(self, sentences: list[str], **kwargs: object) -> np.ndarray:
+        return self.cache.encode(list(sentences))
+
+
+def reference(model: object, name: str, sets: dict) -> dict[str, float]:
+    pairs = [p for part in sets[name].values() for p in part]
+    evaluator = EmbeddingSimilarityEvaluator(
+        [p.sentence1 for p in pairs],
+        [p.sentence2 for p in pairs],
+        [p.score for p in pairs],
+        similarity_fn_names=SIMILARITIES,  # type: ignore[arg-type]
+        name=name,
+        write_csv=False,
+    )
+    scores = evaluator(model)  # type: ignore[arg-type]
+    return {key.removeprefix(f"{name}_"): 100 * value for key, value in scores.items()}
+
+
+def test_stsb_test_spearman_is_published_figure_and_counts(results: dict) -> None:
+    assert results["STSb"]["all"]["spearman_cosine"] == pytest.approx(82.03, abs=0.01)
+    assert {name: entry["all"]["pairs"] for name, entry in results.items()} == PAIRS
+    assert sum(s["pairs"] for s in results["STS16"]["subsets"].values()) == 1186
+
+
+@pytest.mark.parametrize("name", ["STS13", "STS16", "SICK-R"])
+def test_equals_sentence_transformers_encoding_and_evaluator(name: str, results: dict, sets: dict) -> None:
+    theirs = reference(SentenceTransformer(str(bundled_model_path()), device="cpu"), name, sets)
+    for similarity in SIMILARITIES:
+        for metric in ("spearman", "pearson"):
+            key = f"{metric}_{similarity}"
+            assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
+
+
+@pytest.mark.parametrize("name", ["STS12", "STS14", "STS15", "STSb"])
+def test_equals_sentence_transformers_evaluator_on_same_vectors(
+    name: str, results: dict, sets: dict, cache: PrecomputedEncoder
+) -> None:
+    theirs = reference(Vectors(cache), name, sets)
+    for similarity in SIMILARITIES:
+        key = f"spearman_{similarity}"
+        assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
