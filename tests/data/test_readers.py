@@ -47,3 +47,15 @@ def test_snli_senteval(tmp_path: Path) -> None:
     (folder / "labels.dev").write_text("entailment\nmaybe\n")
     with pytest.raises(DataFormatError, match=r"labels.dev:2: label 'maybe'"):
         read_snli_senteval("dev", tmp_path)
+
+
+def test_stsb_skip_bad_lines_keeps_good_rows(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = tmp_path / "stsb" / "original"
+    folder.mkdir(parents=True)
+    (folder / "sts-dev.csv").write_text("g\tf\ty\t1\t4\ta\tb\ng\tf\ty\t2\tx\ta\tb\nshort\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="sbert"):
+        pairs = read_stsb("dev", tmp_path, skip_bad_lines=True)
+    assert [(p.sentence1, p.score) for p in pairs] == [("a", 4.0)]
+    assert (
+        "sts-dev.csv: skipped 2 malformed line(s) (first: line 2: score 'x' is not a number)" in caplog.text
+    )

@@ -106,7 +106,9 @@ def run_suite(encoder: Encoder, suite: str, args: argparse.Namespace) -> dict:
         return evaluate_sts(
             encoder, args.data_dir, args.sets, args.sts_source, args.batch_size, args.skip_bad_lines
         )
-    return evaluate_transfer(encoder, args.data_dir, args.tasks, batch_size=args.batch_size)
+    return evaluate_transfer(
+        encoder, args.data_dir, args.tasks, batch_size=args.batch_size, skip_bad_lines=args.skip_bad_lines
+    )
 
 
 def format_report(results: dict[str, dict], seconds: dict[str, dict[str, float]]) -> str:

@@ -36,6 +36,7 @@ from sbert.evaluation.sts import encode_once
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 CROSS_VALIDATED_TASKS = tuple(BINARY_TASK_FILES)  # MR, CR, SUBJ, MPQA
+Split = tuple[np.ndarray, np.ndarray]  # features (n, dim), labels (n,)
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,7 @@ class TransferResult:
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
-        result = {key: value for key, value in self.__dict__.items() if value is not None}
-        return result
+        return {key: value for key, value in self.__dict__.items() if value is not None}
 
 
 def fit_classifier(features: np.ndarray, labels: np.ndarray, settings: TransferSettings) -> Pipeline:
@@ -112,10 +112,10 @@ def cross_validated(features: np.ndarray, labels: np.ndarray, settings: Transfer
 
 
 def train_test(
-    train: tuple[np.ndarray, np.ndarray],
-    test: tuple[np.ndarray, np.ndarray],
+    train: Split,
+    test: Split,
     settings: TransferSettings,
-    dev: tuple[np.ndarray, np.ndarray] | None = None,
+    dev: Split | None = None,
     f1: bool = False,
 ) -> TransferResult:
     """Fit on ``train`` (``C`` from ``dev`` when given, else from cross-validation inside ``train``);
@@ -140,13 +140,13 @@ def _fit_fixed(features: np.ndarray, labels: np.ndarray, c: float, settings: Tra
     return make_pipeline(StandardScaler(), regression).fit(features, labels)
 
 
-def sentence_features(model: Encoder, *parts: Sequence[LabeledSentence], batch_size: int = 32) -> list:
+def sentence_features(model: Encoder, *parts: Sequence[LabeledSentence], batch_size: int = 32) -> list[Split]:
     """``(vectors, labels)`` for each part; every distinct sentence of all parts is encoded once."""
     cache = encode_once(model, [s.text for part in parts for s in part], batch_size)
     return [(cache.encode([s.text for s in part]), np.array([s.label for s in part])) for part in parts]
 
 
-def pair_features(model: Encoder, *parts: Sequence[LabeledPair], batch_size: int = 32) -> list:
+def pair_features(model: Encoder, *parts: Sequence[LabeledPair], batch_size: int = 32) -> list[Split]:
     """SentEval's pair features ``(|u - v|, u * v)`` and labels for each part, sentences encoded once."""
     cache = encode_once(
         model, [s for part in parts for p in part for s in (p.sentence1, p.sentence2)], batch_size
@@ -165,26 +165,36 @@ def evaluate_task(
     data_dir: str | Path | None = None,
     settings: TransferSettings | None = None,
     batch_size: int = 32,
+    skip_bad_lines: bool = False,
 ) -> TransferResult:
     """Evaluate one transfer task (one of :data:`TRANSFER_TASKS`)."""
     settings = settings or TransferSettings()
+    skip = skip_bad_lines
     start = time.perf_counter()
     if task in CROSS_VALIDATED_TASKS:
         [(x, y)] = sentence_features(model, read_binary_task(task, data_dir), batch_size=batch_size)
         result = cross_validated(x, y, settings)
     elif task == "SST2":
         train, dev, test = sentence_features(
-            model, *(read_sst2(split, data_dir) for split in ("train", "dev", "test")), batch_size=batch_size
+            model,
+            *(read_sst2(split, data_dir, skip) for split in ("train", "dev", "test")),
+            batch_size=batch_size,
         )
         result = train_test(train, test, settings, dev=dev)
     elif task == "TREC":
         train, test = sentence_features(
-            model, read_trec("train", data_dir), read_trec("test", data_dir), batch_size=batch_size
+            model,
+            read_trec("train", data_dir, skip),
+            read_trec("test", data_dir, skip),
+            batch_size=batch_size,
         )
         result = train_test(train, test, settings)
     elif task == "MRPC":
         train, test = pair_features(
-            model, read_mrpc("train", data_dir), read_mrpc("test", data_dir), batch_size=batch_size
+            model,
+            read_mrpc("train", data_dir, skip),
+            read_mrpc("test", data_dir, skip),
+            batch_size=batch_size,
         )
         result = train_test(train, test, settings, f1=True)
     else:
@@ -200,6 +210,7 @@ def evaluate_transfer(
     settings: TransferSettings | None = None,
     batch_size: int = 32,
     on_task: Callable[[str], None] | None = None,
+    skip_bad_lines: bool = False,
 ) -> dict[str, dict[str, object]]:
     """Evaluate an encoder on the SentEval transfer tasks of the paper's Table 5.
 
@@ -210,6 +221,7 @@ def evaluate_transfer(
         settings: Classifier settings (default :class:`TransferSettings`).
         batch_size: Sentences per forward pass.
         on_task: Called with each task's name before it starts (for progress display).
+        skip_bad_lines: Skip malformed data lines (and log how many) instead of raising.
 
     Returns:
         ``{task: {"accuracy", "n_train", "n_test", "chosen_c", "seconds"[, "f1"]}}``, scores × 100.
@@ -228,5 +240,5 @@ def evaluate_transfer(
     for task in [t for t in TRANSFER_TASKS if t in chosen]:
         if on_task is not None:
             on_task(task)
-        results[task] = evaluate_task(model, task, data_dir, settings, batch_size).as_dict()
+        results[task] = evaluate_task(model, task, data_dir, settings, batch_size, skip_bad_lines).as_dict()
     return results
