@@ -1,12 +1,13 @@
 """The STS evaluation on the bundled model against sentence-transformers' EmbeddingSimilarityEvaluator.
 
-sbert encodes the seven sets once (module fixture). sentence-transformers re-encodes STS13, STS16 and
-SICK-R itself (the sets with the traps: missing SMT input, the STS16 file layout, SICK's header);
-for STS12, STS14 and STS15 its evaluator scores sbert's vectors, which checks the pooled pairs and the
-correlations (that the vectors equal sentence-transformers' is tested in test_bundled_model.py).
+sbert encodes the seven sets once (module fixture). sentence-transformers re-encodes STS13 and STS16
+itself (the sets with the traps: missing SMT input, the STS16 file layout); for the other sets its
+evaluator scores sbert's vectors, which checks the pooled pairs and the correlations (that the vectors
+equal sentence-transformers' is tested in test_bundled_model.py), and keeps this module near a minute.
 """
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -58,6 +59,7 @@ class Vectors:
 
     def __init__(self, cache: PrecomputedEncoder) -> None:
         self.cache = cache
+        self.model_card_data = SimpleNamespace(set_evaluation_metrics=lambda *args, **kwargs: None)
 
     def encode(self, sentences: list[str], **kwargs: object) -> np.ndarray:
         return self.cache.encode(list(sentences))
@@ -83,7 +85,7 @@ def test_stsb_test_spearman_is_published_figure_and_counts(results: dict) -> Non
     assert sum(s["pairs"] for s in results["STS16"]["subsets"].values()) == 1186
 
 
-@pytest.mark.parametrize("name", ["STS13", "STS16", "SICK-R"])
+@pytest.mark.parametrize("name", ["STS13", "STS16"])
 def test_equals_sentence_transformers_encoding_and_evaluator(name: str, results: dict, sets: dict) -> None:
     theirs = reference(SentenceTransformer(str(bundled_model_path()), device="cpu"), name, sets)
     for similarity in SIMILARITIES:
@@ -92,11 +94,12 @@ def test_equals_sentence_transformers_encoding_and_evaluator(name: str, results:
             assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
 
 
-@pytest.mark.parametrize("name", ["STS12", "STS14", "STS15", "STSb"])
+@pytest.mark.parametrize("name", ["STS12", "STS14", "STS15", "STSb", "SICK-R"])
 def test_equals_sentence_transformers_evaluator_on_same_vectors(
     name: str, results: dict, sets: dict, cache: PrecomputedEncoder
 ) -> None:
     theirs = reference(Vectors(cache), name, sets)
     for similarity in SIMILARITIES:
-        key = f"spearman_{similarity}"
-        assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
+        for metric in ("spearman", "pearson"):
+            key = f"{metric}_{similarity}"
+            assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key

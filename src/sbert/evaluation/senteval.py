@@ -60,7 +60,11 @@ class TransferSettings:
 
 @dataclass
 class TransferResult:
-    """A task's scores (× 100) and how they were obtained."""
+    """A task's scores (× 100) and how they were obtained.
+
+    ``n_train`` and ``n_test`` count examples; under cross-validation both are the whole task (each
+    example is tested once, by the fold that left it out). ``chosen_c``: one ``C`` per fitted fold.
+    """
 
     accuracy: float
     n_train: int
