@@ -77,7 +77,7 @@ class AveragedGloVe:
         """GloVe-style lower-cased tokens; a word GloVe lacks is split at its hyphens, dots, slashes.
 
         Example:
-            >>> glove = AveragedGloVe(np.zeros((1, 1)), {"e-mail": 0})
+            >>> glove = AveragedGloVe(np.zeros((3, 1)), {"e-mail": 0, "n't": 1, "'s": 2})
             >>> glove.tokenize("Don't e-mail Bob's cat-dog!")
             ['do', "n't", 'e-mail', 'bob', "'s", 'cat', 'dog', '!']
         """
