@@ -27,3 +27,19 @@ def test_train_stsb_few_steps_gives_a_model_both_libraries_load(data_dir: Path, 
     ours = SentenceEncoder.from_pretrained(output, device="cpu").encode(sentences)
     theirs = SentenceTransformer(str(output), device="cpu").encode(sentences)
     assert np.allclose(ours, theirs, atol=1e-5)
+
+
+@pytest.mark.parametrize("recipe", ["nli-stsb", "triplet"])
+def test_recipes_run_end_to_end_on_a_tiny_bert(
+    recipe: str, data_dir: Path, trainable_model_dir: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / recipe
+    argv = ["train", recipe, "--base", str(trainable_model_dir), "--output", str(output), "--max-pairs", "32"]
+    assert (
+        main([*argv, "--epochs", "1", "--data-dir", str(data_dir), "--no-progress", "--device", "cpu"]) == 0
+    )
+    results = json.loads((output / "results.json").read_text())
+    assert results["recipe"] == ("stsb" if recipe == "nli-stsb" else recipe)
+    assert np.isfinite(results["stsb_test_spearman_cosine"])
+    if recipe == "nli-stsb":
+        assert json.loads((output / "nli" / "results.json").read_text())["recipe"] == "nli"

@@ -57,6 +57,7 @@ from sbert.losses import (
 )
 from sbert.modules.pooling import POOLING_MODES
 from sbert.training import Trainer, TrainingConfig, TrainingDivergedError, TrainingResult, seed_everything
+from sbert.training.trainer import CHECKPOINT_DIR
 
 logger = logging.getLogger("sbert")
 
@@ -146,17 +147,25 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     try:
         if args.recipe == "nli-stsb":
-            run_stage(args, "nli", output / "nli", args.base)
-            result = run_stage(args, "stsb", output, str(output / "nli"))
+            first_done = args.resume and (output / "nli" / "results.json").is_file()
+            if not first_done:
+                result = run_stage(args, "nli", output / "nli", args.base, resume=args.resume)
+                if result.interrupted:
+                    return 130
+            # The second stage starts fresh unless it had itself written a checkpoint.
+            resume = args.resume and (output / CHECKPOINT_DIR).is_dir()
+            result = run_stage(args, "stsb", output, str(output / "nli"), resume=resume)
         else:
-            result = run_stage(args, args.recipe, output, args.base)
+            result = run_stage(args, args.recipe, output, args.base, resume=args.resume)
     except TrainingDivergedError as error:
         print(f"sbert train: {error}", file=sys.stderr)
         return 1
     return 130 if result.interrupted else 0
 
 
-def run_stage(args: argparse.Namespace, recipe: str, output: Path, base: str | None) -> TrainingResult:
+def run_stage(
+    args: argparse.Namespace, recipe: str, output: Path, base: str | None, resume: bool = False
+) -> TrainingResult:
     """Train one recipe into ``output``; report STSb dev/test into ``output/results.json``."""
     seed_everything(args.seed)  # before building the loss: SoftmaxLoss's classifier is initialised randomly
     model = SentenceEncoder.from_pretrained(base, pooling=args.pooling, device=args.device)
@@ -184,7 +193,7 @@ def run_stage(args: argparse.Namespace, recipe: str, output: Path, base: str | N
         config.learning_rate,
         "bf16 autocast" if config.bf16 else "fp32",
     )
-    result = Trainer(objective, examples, output, config, dev).train(resume=args.resume)
+    result = Trainer(objective, examples, output, config, dev).train(resume=resume)
     if not result.interrupted:
         report(args, recipe, output, result, len(examples))
     return result
