@@ -5,7 +5,9 @@
 #
 #   SBERT_DATA=../shared/data bash benchmarks/stsb_seeds.sh OUT_DIR [SEED ...] [-- extra train args]
 #   e.g. bash benchmarks/stsb_seeds.sh /tmp/stsb-seeds 1 2 3 -- --bf16
+# SBERT_LOCK= (empty) runs without taking the lock, for a caller that already holds it.
 set -euo pipefail
+lock=${SBERT_LOCK-flock /tmp/sbert-heavy.lock}
 out=${1:?usage: stsb_seeds.sh OUT_DIR [SEED ...] [-- extra args]}
 shift
 seeds=()
@@ -13,7 +15,7 @@ while [[ $# -gt 0 && $1 != "--" ]]; do seeds+=("$1"); shift; done
 [[ $# -gt 0 ]] && shift
 [[ ${#seeds[@]} -eq 0 ]] && seeds=(1 2 3)
 for seed in "${seeds[@]}"; do
-    flock /tmp/sbert-heavy.lock env PYTHONPATH="${PYTHONPATH:-src}" python -m sbert train stsb \
+    $lock env PYTHONPATH="${PYTHONPATH:-src}" python -m sbert train stsb \
         --output "$out/seed-$seed" --seed "$seed" --eval-steps 0 --no-progress "$@"
 done
 python - "$out" "${seeds[@]}" <<'PY'
