@@ -109,3 +109,59 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def bundled_encoder() -> SentenceEncoder:
     return SentenceEncoder.from_pretrained(device="cpu")
+
+
+def build_trainable_tiny_bert(path: Path, seed: int = 0) -> Path:
+    """A tiny random BERT whose tokenizer really splits words (training tests need distinct inputs).
+
+    ``build_tiny_bert``'s ``BertTokenizerFast(vocab_file=...)`` maps every word to [UNK] under
+    transformers 5, so this one builds the WordPiece tokenizer with the ``tokenizers`` library.
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+    path.mkdir(parents=True, exist_ok=True)
+    chars = list(string.ascii_lowercase + string.digits + string.punctuation)
+    vocab = list(
+        dict.fromkeys(
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars), *WORDS]
+        )
+    )
+    backend = Tokenizer(models.WordPiece({token: i for i, token in enumerate(vocab)}, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab.index("[CLS]")), ("[SEP]", vocab.index("[SEP]"))],
+    )
+    backend.decoder = decoders.WordPiece()
+    tokenizer = BertTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def trainable_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_trainable_tiny_bert(tmp_path_factory.mktemp("trainable-tiny-bert"))
+
+
+@pytest.fixture()
+def trainable_encoder(trainable_model_dir: Path) -> SentenceEncoder:
+    return SentenceEncoder.from_pretrained(trainable_model_dir, device="cpu")

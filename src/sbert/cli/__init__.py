@@ -8,11 +8,10 @@ import sys
 from collections.abc import Sequence
 
 from sbert import __version__
-from sbert.cli import demo, encode, evaluate, info, similarity
+from sbert.cli import demo, encode, evaluate, info, similarity, train
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
-SUBCOMMANDS = [demo, encode, similarity, info]
-SUBCOMMANDS.append(evaluate)
+SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,191 @@
+"""Users' own training files: pairs with a score or a label, and triplets, as CSV, TSV or JSONL.
+
+CSV and TSV files need a header row naming the columns; JSONL lines are objects with those keys.
+Pairs: ``sentence1``, ``sentence2`` and ``score`` (a number in ``score_range``) or ``label``.
+Triplets: ``anchor``, ``positive``, ``negative``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sbert.data.readers import DataFormatError
+from sbert.data.records import LabeledPair, ScoredPair, Triplet
+
+logger = logging.getLogger("sbert")
+
+TRAINING_FORMATS = ("auto", "csv", "tsv", "jsonl")
+Record = TypeVar("Record")
+
+
+def read_scored_pairs(
+    path: str | Path,
+    score_range: tuple[float, float] = (0.0, 5.0),
+    fmt: str = "auto",
+    skip_bad_lines: bool = False,
+) -> list[ScoredPair]:
+    """Pairs with a gold similarity ``score`` inside ``score_range``.
+
+    Raises:
+        DataFormatError: a missing or empty sentence, a score that is not a number or is out of range
+            (names the file and line), or an empty file.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "pairs.csv")
+        >>> _ = open(path, "w").write("sentence1,sentence2,score\\nA man sleeps.,A man rests.,4.5\\n")
+        >>> read_scored_pairs(path)
+        [ScoredPair(sentence1='A man sleeps.', sentence2='A man rests.', score=4.5)]
+    """
+    low, high = score_range
+
+    def build(row: dict[str, Any]) -> ScoredPair:
+        first, second = _texts(row, ("sentence1", "sentence2"))
+        raw = row.get("score")
+        try:
+            score = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise ValueError(f"score {raw!r} is not a number") from None
+        if not low <= score <= high:
+            raise ValueError(f"score {score:g} is outside {low:g}-{high:g}")
+        return ScoredPair(first, second, score)
+
+    return _read(path, fmt, build, skip_bad_lines)
+
+
+def read_labeled_pairs(
+    path: str | Path,
+    labels: Sequence[str] | None = None,
+    fmt: str = "auto",
+    skip_bad_lines: bool = False,
+) -> list[LabeledPair]:
+    """Pairs with a class ``label``; with ``labels`` given, any other label is an error.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "pairs.jsonl")
+        >>> _ = open(path, "w").write('{"sentence1": "a", "sentence2": "b", "label": "neutral"}\\n')
+        >>> read_labeled_pairs(path, labels=["entailment", "neutral", "contradiction"])[0].label
+        'neutral'
+    """
+
+    def build(row: dict[str, Any]) -> LabeledPair:
+        first, second = _texts(row, ("sentence1", "sentence2"))
+        label = row.get("label")
+        if label is None or str(label).strip() == "":
+            raise ValueError("label is missing")
+        label = str(label).strip()
+        if labels is not None and label not in labels:
+            raise ValueError(f"label {label!r} is not one of {', '.join(labels)}")
+        return LabeledPair(first, second, label)
+
+    return _read(path, fmt, build, skip_bad_lines)
+
+
+def read_triplets(path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False) -> list[Triplet]:
+    """Triplets with ``anchor``, ``positive`` and ``negative`` columns.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "triplets.tsv")
+        >>> _ = open(path, "w").write("anchor\\tpositive\\tnegative\\na\\tb\\tc\\n")
+        >>> read_triplets(path)
+        [Triplet(anchor='a', positive='b', negative='c')]
+    """
+
+    def build(row: dict[str, Any]) -> Triplet:
+        return Triplet(*_texts(row, ("anchor", "positive", "negative")))
+
+    return _read(path, fmt, build, skip_bad_lines)
+
+
+def read_positive_pairs_or_triplets(
+    path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False
+) -> list[LabeledPair] | list[Triplet]:
+    """Positive pairs (``sentence1``, ``sentence2``; any label kept) or, with an ``anchor`` column, triplets.
+
+    For in-batch-negative losses: a pair needs no score, a triplet adds a hard negative.
+    """
+    first = next(_rows(Path(path), _format(Path(path), fmt)), None)
+    if first is not None and "anchor" in first[1]:
+        return read_triplets(path, fmt, skip_bad_lines)
+
+    def build(row: dict[str, Any]) -> LabeledPair:
+        first, second = _texts(row, ("sentence1", "sentence2"))
+        return LabeledPair(first, second, str(row.get("label") or ""))
+
+    return _read(path, fmt, build, skip_bad_lines)
+
+
+def _texts(row: dict[str, Any], keys: Sequence[str]) -> list[str]:
+    texts = []
+    for key in keys:
+        value = row.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{key} is missing or empty")
+        texts.append(value)
+    return texts
+
+
+def _read(
+    path: str | Path, fmt: str, build: Callable[[dict[str, Any]], Record], skip_bad_lines: bool
+) -> list[Record]:
+    path = Path(path)
+    records: list[Record] = []
+    skipped = 0
+    for number, row in _rows(path, _format(path, fmt)):
+        try:
+            records.append(build(row))
+        except ValueError as error:
+            if not skip_bad_lines:
+                raise DataFormatError(path, number, str(error)) from None
+            skipped += 1
+    if skipped:
+        logger.warning("%s: skipped %d bad lines", path, skipped)
+    if not records:
+        raise DataFormatError(path, 1, "no examples in the file (an empty data set)")
+    return records
+
+
+def _format(path: Path, fmt: str) -> str:
+    if fmt not in TRAINING_FORMATS:
+        raise ValueError(f"unknown training file format {fmt!r}; choose one of {', '.join(TRAINING_FORMATS)}")
+    if fmt != "auto":
+        return fmt
+    suffix = path.suffix.lower().lstrip(".")
+    formats = {"csv": "csv", "tsv": "tsv", "jsonl": "jsonl", "ndjson": "jsonl"}
+    if suffix not in formats:
+        raise ValueError(f"{path}: cannot tell the format from the extension; pass csv, tsv or jsonl")
+    return formats[suffix]
+
+
+def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, row as a dict) for every non-blank row."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        if fmt == "jsonl":
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise DataFormatError(path, number, f"not valid JSON: {error.msg}") from None
+                if not isinstance(record, dict):
+                    raise DataFormatError(path, number, "expected a JSON object")
+                yield number, record
+            return
+        # TSV is read without quoting, so a '"' is plain text (as in STSb); CSV follows RFC 4180.
+        if fmt == "csv":
+            reader = csv.DictReader(handle, delimiter=",")
+        else:
+            reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
+        if reader.fieldnames is None:
+            raise DataFormatError(path, 1, "empty file: expected a header row")
+        for row in reader:
+            if any(value for value in row.values()):
+                yield reader.line_num, row

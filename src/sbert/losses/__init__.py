@@ -1,0 +1,24 @@
+"""Training objectives; each one owns the shared encoder, so siamese and triplet weights are tied.
+
+The paper's three: :class:`SoftmaxLoss` (classification), :class:`CosineMSELoss` (regression) and
+:class:`TripletLoss`; beyond the paper: :class:`MultipleNegativesRankingLoss` and :class:`CoSENTLoss`.
+"""
+
+from sbert.losses.base import SentenceLoss
+from sbert.losses.cosent import CoSENTLoss
+from sbert.losses.cosine_mse import CosineMSELoss
+from sbert.losses.multiple_negatives import MultipleNegativesRankingLoss
+from sbert.losses.softmax import CONCATENATION_PARTS, PAPER_CONCATENATION, SoftmaxLoss
+from sbert.losses.triplet import TRIPLET_DISTANCES, TripletLoss
+
+__all__ = [
+    "CONCATENATION_PARTS",
+    "PAPER_CONCATENATION",
+    "TRIPLET_DISTANCES",
+    "CoSENTLoss",
+    "CosineMSELoss",
+    "MultipleNegativesRankingLoss",
+    "SentenceLoss",
+    "SoftmaxLoss",
+    "TripletLoss",
+]

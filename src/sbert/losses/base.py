@@ -1,0 +1,71 @@
+"""SentenceLoss: the shared encoder that every siamese / triplet objective embeds its sentences with.
+
+A loss owns the ONE encoder (``self.model``); every column of a pair or triplet goes through that same
+module, so the weights are tied by construction, as in the paper's siamese and triplet networks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from sbert.encoder import SentenceEncoder
+
+
+def example_texts(example: Any) -> tuple[str, ...]:
+    """The sentences of a record: (sentence1, sentence2) of a pair, (anchor, positive, negative) of a triplet."""
+    if hasattr(example, "anchor"):
+        return (example.anchor, example.positive, example.negative)
+    if hasattr(example, "sentence1"):
+        return (example.sentence1, example.sentence2)
+    raise TypeError(f"{type(example).__name__} is not a pair or a triplet record")
+
+
+class SentenceLoss(nn.Module):
+    """Base class: ``forward(examples) -> scalar loss``; subclasses implement :meth:`loss`.
+
+    Args:
+        model: The shared sentence encoder; it is what training saves.
+
+    The trainer's protocol (see :class:`sbert.training.Trainer`) asks for ``forward(examples)``,
+    ``model`` and, optionally, ``lengths(examples)`` for grouping batches by token length.
+    """
+
+    def __init__(self, model: SentenceEncoder) -> None:
+        super().__init__()
+        self.model = model
+        # Token ids by text, filled by lengths(): the trainer tokenizes the data set once, not every step.
+        self._token_ids: dict[str, list[int]] = {}
+
+    def lengths(self, examples: Sequence[Any]) -> list[int]:
+        """Token length of each example: its longest sentence, which sets the padding of its batch."""
+        texts = list(dict.fromkeys(text for e in examples for text in example_texts(e)))
+        self._token_ids = dict(zip(texts, self.model.tokenize(texts).ids))
+        return [max(len(self._token_ids[text]) for text in example_texts(e)) for e in examples]
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, from the cache that :meth:`lengths` filled where possible."""
+        missing = [text for text in texts if text not in self._token_ids]
+        fresh = dict(zip(missing, self.model.tokenize(missing).ids)) if missing else {}
+        return [self._token_ids[text] if text in self._token_ids else fresh[text] for text in texts]
+
+    def embed_columns(self, examples: Sequence[Any]) -> list[Tensor]:
+        """Embed every column (e.g. u and v) in one forward pass of the shared encoder: (batch, dim) each."""
+        columns = list(zip(*(example_texts(e) for e in examples)))
+        texts = [text for column in columns for text in column]
+        features = self.model.transformer.collate(self.token_ids(texts))
+        features = {key: value.to(self.model.device) for key, value in features.items()}
+        embeddings = self.model(features).float()  # (columns * batch, dim)
+        return list(torch.split(embeddings, len(examples)))
+
+    def forward(self, examples: Sequence[Any]) -> Tensor:
+        if not examples:
+            raise ValueError(f"{type(self).__name__}: empty batch")
+        return self.loss(examples, self.embed_columns(examples))
+
+    def loss(self, examples: Sequence[Any], embeddings: list[Tensor]) -> Tensor:
+        """The scalar loss of a batch given the embeddings of its columns."""
+        raise NotImplementedError

@@ -1,0 +1,47 @@
+"""CoSENTLoss: a ranking loss over all pairs of pairs in the batch (beyond the paper)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from sbert.encoder import SentenceEncoder
+from sbert.losses.base import SentenceLoss
+
+
+class CoSENTLoss(SentenceLoss):
+    """log(1 + Σ_{gold_i < gold_j} exp(scale · (cos_i − cos_j))).
+
+    Only the order of the gold scores matters, which matches the Spearman evaluation; pairs with equal
+    gold scores contribute nothing.
+
+    Args:
+        model: The shared encoder.
+        scale: Multiplier of the cosine differences (20, as the CoSENT paper).
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> from sbert.data import ScoredPair
+        >>> loss = CoSENTLoss(SentenceEncoder.from_pretrained())
+        >>> batch = [ScoredPair("A man sleeps.", "A man is asleep.", 5.0),
+        ...          ScoredPair("A man sleeps.", "The market fell.", 0.0)]
+        >>> float(loss(batch)) < 0.01
+        True
+    """
+
+    def __init__(self, model: SentenceEncoder, scale: float = 20.0) -> None:
+        super().__init__(model)
+        self.scale = scale
+
+    def loss(self, examples: Sequence[Any], embeddings: list[Tensor]) -> Tensor:
+        u, v = embeddings  # (batch, dim) each
+        cosine = self.scale * nn.functional.cosine_similarity(u, v, dim=1)  # (batch,)
+        gold = torch.tensor([float(e.score) for e in examples], device=cosine.device)  # (batch,)
+        differences = cosine[:, None] - cosine[None, :]  # (batch, batch): cos_i − cos_j
+        wrong_order = gold[:, None] < gold[None, :]  # gold_i < gold_j: cos_i should be below cos_j
+        # The leading zero is the "1 +" inside the log; masked entries drop out of the sum.
+        terms = differences.masked_fill(~wrong_order, float("-inf")).flatten()
+        return torch.logsumexp(torch.cat([terms.new_zeros(1), terms]), dim=0)

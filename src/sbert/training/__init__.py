@@ -1,0 +1,21 @@
+"""Fine-tuning: the trainer, its configuration (the paper's defaults) and resumable checkpoints."""
+
+from sbert.training.config import TrainingConfig
+from sbert.training.seeding import seed_everything
+from sbert.training.trainer import (
+    Trainer,
+    TrainerState,
+    TrainingDivergedError,
+    TrainingResult,
+    bf16_supported,
+)
+
+__all__ = [
+    "Trainer",
+    "TrainerState",
+    "TrainingConfig",
+    "TrainingDivergedError",
+    "TrainingResult",
+    "bf16_supported",
+    "seed_everything",
+]

@@ -1,0 +1,58 @@
+"""AdamW with decoupled weight decay and the linear warm-up / linear decay schedule of the paper."""
+
+from __future__ import annotations
+
+import math
+
+from torch import nn
+from torch.optim import AdamW, Optimizer
+from torch.optim.lr_scheduler import LambdaLR
+
+# Biases and LayerNorm weights are not decayed (BERT's recipe, which the paper follows).
+_NO_DECAY = ("bias", "LayerNorm.weight", "LayerNorm.bias", "layer_norm.weight", "norm.weight")
+
+
+def build_optimizer(module: nn.Module, learning_rate: float, weight_decay: float) -> AdamW:
+    """AdamW over every trainable parameter of ``module``; no decay on biases and LayerNorm weights."""
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for name, parameter in module.named_parameters():
+        if parameter.requires_grad:
+            (no_decay if name.endswith(_NO_DECAY) else decay).append(parameter)
+    groups = [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    # The fused kernel updates all parameters in one pass: several times faster than the loop on CPU.
+    fused = all(p.device.type in ("cpu", "cuda") for p in decay + no_decay)
+    return AdamW([g for g in groups if g["params"]], lr=learning_rate, fused=fused)
+
+
+def warmup_steps(total_steps: int, warmup_fraction: float) -> int:
+    """Steps of linear warm-up: ``warmup_fraction`` of all steps, rounded up."""
+    return math.ceil(total_steps * warmup_fraction)
+
+
+class WarmupLinear:
+    """Learning-rate factor: 0 → 1 over ``warmup`` steps, then 1 → 0 at ``total`` steps.
+
+    A class rather than a lambda so that the schedule is plain data (the checkpoint stores it as JSON).
+
+    Example:
+        >>> schedule = WarmupLinear(warmup=2, total=6)
+        >>> [schedule(step) for step in range(7)]
+        [0.0, 0.5, 1.0, 0.75, 0.5, 0.25, 0.0]
+    """
+
+    def __init__(self, warmup: int, total: int) -> None:
+        self.warmup, self.total = warmup, total
+
+    def __call__(self, step: int) -> float:
+        if step < self.warmup:
+            return step / self.warmup
+        return max(0.0, (self.total - step) / max(1, self.total - self.warmup))
+
+
+def build_scheduler(optimizer: Optimizer, total_steps: int, warmup_fraction: float) -> LambdaLR:
+    """Linear warm-up over ``warmup_fraction`` of ``total_steps``, then linear decay to 0."""
+    return LambdaLR(optimizer, WarmupLinear(warmup_steps(total_steps, warmup_fraction), total_steps))

@@ -1,0 +1,383 @@
+"""Trainer: fine-tunes any loss module that owns a model, with the paper's schedule and safe resumes.
+
+The protocol (what :class:`Trainer` needs from the objects it is given):
+
+- ``objective``: an ``nn.Module`` that owns the model being trained as ``objective.model`` and maps a
+  list of training examples to a scalar loss, ``objective(examples) -> Tensor`` (it does its own
+  tokenization and collation, so the examples can be any records: pairs, triplets, ...). Its whole
+  state (model plus heads such as SoftmaxLoss's classifier) is checkpointed. Optionally
+  ``objective.lengths(examples) -> list[int]`` gives each example's token length for grouping
+  batches by length; without it, batches are plain shuffles.
+- ``objective.model.save(path)``: writes the model as a directory; the trainer saves the best model
+  (or, without an evaluator, the final one) with it into ``output_dir``.
+- ``evaluator``: optional ``callable(model) -> dict[str, float]``, higher is better; the key it keeps
+  the best model by is ``evaluator.primary_metric`` (or ``TrainingConfig``-independent ``metric=``).
+
+Any loss of :mod:`sbert.losses` fits; so does a cross-encoder wrapped in a loss module.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from sbert.model_io import _replace_dir
+from sbert.training.batches import batches_per_epoch, epoch_batches
+from sbert.training.checkpoint import load_checkpoint, save_checkpoint
+from sbert.training.config import TrainingConfig
+from sbert.training.log import TrainingLog, plot_training_curve
+from sbert.training.schedule import build_optimizer, build_scheduler
+from sbert.training.seeding import seed_everything
+
+logger = logging.getLogger("sbert")
+
+CHECKPOINT_DIR = "checkpoint"
+LOG_FILE = "training_log.jsonl"
+PLOT_FILE = "training_curve.png"
+
+Evaluator = Callable[[Any], dict[str, float]]
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or infinite; the message names the step and the last good checkpoint."""
+
+
+@dataclass
+class TrainerState:
+    """Where a run stands; callbacks receive it after every optimiser step."""
+
+    global_step: int = 0
+    epoch: int = 0
+    step_in_epoch: int = 0
+    loss: float = math.nan
+    learning_rate: float = 0.0
+    best_score: float | None = None
+    best_step: int | None = None
+    dev_scores: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TrainingResult:
+    """What a run did: steps taken, the best dev score and where it was reached, whether it was stopped."""
+
+    output_dir: Path
+    global_step: int
+    total_steps: int
+    best_score: float | None
+    best_step: int | None
+    interrupted: bool
+    seconds: float
+
+
+class Trainer:
+    """Train ``objective`` on ``train_examples``; the best model goes to ``output_dir``.
+
+    ``output_dir`` ends as a normal model directory (``objective.model.save``) holding, beside the
+    model files, ``training_log.jsonl``, ``training_curve.png`` and, while a run is unfinished,
+    ``checkpoint/``. ``train(resume=True)`` continues from ``checkpoint/`` and ends with the same
+    weights as a run that was never stopped (fp32; same data, config and seed).
+
+    Args:
+        objective: The loss module (see the module docstring for the protocol).
+        train_examples: The training records, any type ``objective`` accepts.
+        output_dir: Where the model, the log, the plot and the checkpoints go.
+        config: Hyper-parameters (default: the paper's).
+        evaluator: ``callable(model) -> dict``; the best model by its primary metric is kept.
+        metric: The key of the evaluator's dict to select by (default ``evaluator.primary_metric``).
+        callbacks: Called with the :class:`TrainerState` after every step.
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> from sbert.data import read_stsb
+        >>> from sbert.evaluation import SimilarityEvaluator
+        >>> from sbert.losses import CosineMSELoss
+        >>> model = SentenceEncoder.from_pretrained()
+        >>> trainer = Trainer(CosineMSELoss(model), read_stsb("train")[:64], "out/stsb",
+        ...                   TrainingConfig(epochs=1), SimilarityEvaluator(read_stsb("dev")[:100]))
+        >>> result = trainer.train()
+        >>> result.global_step
+        4
+    """
+
+    def __init__(
+        self,
+        objective: nn.Module,
+        train_examples: Sequence[Any],
+        output_dir: str | Path,
+        config: TrainingConfig | None = None,
+        evaluator: Evaluator | None = None,
+        metric: str | None = None,
+        callbacks: Sequence[Callable[[TrainerState], None]] = (),
+    ) -> None:
+        if not train_examples:
+            raise ValueError("no training examples: the training data set is empty")
+        if not hasattr(objective, "model") or not hasattr(objective.model, "save"):
+            raise TypeError("objective must own the trained model as objective.model, with a save(path)")
+        self.objective = objective
+        self.examples = list(train_examples)
+        self.output_dir = Path(output_dir)
+        self.config = config or TrainingConfig()
+        self.evaluator = evaluator
+        self.metric = metric or getattr(evaluator, "primary_metric", None)
+        if evaluator is not None and self.metric is None:
+            raise ValueError("the evaluator has no primary_metric; pass metric= to choose the key")
+        self.callbacks = list(callbacks)
+        self.log = TrainingLog(self.output_dir / LOG_FILE)
+        self.state = TrainerState()
+        self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size)
+        self.total_steps = self.steps_per_epoch * self.config.epochs
+        self._stop_requested = False
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.output_dir / CHECKPOINT_DIR
+
+    def train(self, resume: bool = False) -> TrainingResult:
+        """Run (or, with ``resume``, continue) training; Ctrl-C saves a checkpoint and returns.
+
+        Raises:
+            TrainingDivergedError: the loss became NaN or infinite (the last checkpoint is kept).
+            FileNotFoundError: ``resume`` without a checkpoint in ``output_dir``.
+        """
+        config = self.config
+        started = time.perf_counter()
+        seed_everything(config.seed)
+        lengths = self._lengths()
+        optimizer = build_optimizer(self.objective, config.learning_rate, config.weight_decay)
+        scheduler = build_scheduler(optimizer, self.total_steps, config.warmup_fraction)
+        if resume:
+            self._resume(optimizer, scheduler)
+        else:
+            self.log.truncate(0)
+            self.log.write({"event": "start", "config": asdict(config), "examples": len(self.examples)})
+        autocast = self._autocast()
+        self.objective.train()
+        bar = tqdm(
+            total=self.total_steps,
+            initial=self.state.global_step,
+            desc="Training",
+            unit="step",
+            disable=not config.show_progress_bar,
+        )
+        running: list[float] = []
+        previous_handler = self._install_interrupt_handler()
+        try:
+            for epoch in range(self.state.epoch, config.epochs):
+                batches = epoch_batches(
+                    lengths, len(self.examples), config.batch_size, config.seed, epoch, config.chunk_batches
+                )
+                first = self.state.step_in_epoch if epoch == self.state.epoch else 0
+                for index in range(first, len(batches)):
+                    loss = self._step(
+                        [self.examples[i] for i in batches[index]], optimizer, scheduler, autocast
+                    )
+                    self.state.epoch, self.state.step_in_epoch = epoch, index + 1
+                    self.state.loss, self.state.learning_rate = loss, float(scheduler.get_last_lr()[0])
+                    running.append(loss)
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss:.4f}", lr=f"{self.state.learning_rate:.2e}")
+                    self._after_step(running, optimizer, scheduler)
+                    for callback in self.callbacks:
+                        callback(self.state)
+                    if self._stop_requested:
+                        self._save_checkpoint(optimizer, scheduler)
+                        logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
+                        return self._result(started, interrupted=True)
+                self.state.epoch, self.state.step_in_epoch = epoch + 1, 0
+                if self.evaluator is not None and not self._evaluated_at(self.state.global_step):
+                    self._evaluate()
+        finally:
+            bar.close()
+            self._restore_interrupt_handler(previous_handler)
+            self.objective.eval()
+        self._finish()
+        return self._result(started, interrupted=False)
+
+    def _step(self, examples: list[Any], optimizer: Any, scheduler: Any, autocast: Any) -> float:
+        with autocast:
+            loss: Tensor = self.objective(examples)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise TrainingDivergedError(self._divergence_message(value))
+        loss.backward()
+        if self.config.max_grad_norm is not None:
+            nn.utils.clip_grad_norm_(self.objective.parameters(), self.config.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.state.global_step += 1
+        return value
+
+    def _after_step(self, running: list[float], optimizer: Any, scheduler: Any) -> None:
+        config, step = self.config, self.state.global_step
+        if step % config.log_steps == 0 or step == self.total_steps:
+            record = {"step": step, "epoch": self.state.epoch, "loss": float(np.mean(running))}
+            self.log.write(record | {"lr": self.state.learning_rate})
+            running.clear()
+        if self.evaluator is not None and config.eval_steps and step % config.eval_steps == 0:
+            self._evaluate()
+        if config.checkpoint_steps and step % config.checkpoint_steps == 0 and step < self.total_steps:
+            self._save_checkpoint(optimizer, scheduler)
+
+    def _evaluate(self) -> None:
+        assert self.evaluator is not None and self.metric is not None
+        scores = self.evaluator(self.objective.model)
+        if self.metric not in scores:
+            raise KeyError(f"the evaluator returned no {self.metric!r} (keys: {', '.join(scores)})")
+        score = float(scores[self.metric])
+        step = self.state.global_step
+        self.state.dev_scores.append({"step": step, self.metric: score})
+        improved = self.state.best_score is None or score > self.state.best_score
+        if improved:
+            self.state.best_score, self.state.best_step = score, step
+            self._save_model()
+        self.log.write({"step": step, "epoch": self.state.epoch, "dev": scores, "best": improved})
+        logger.info("step %d: dev %s = %.2f%s", step, self.metric, score, " (best)" if improved else "")
+        self.objective.train()
+
+    def _evaluated_at(self, step: int) -> bool:
+        return bool(self.state.dev_scores) and self.state.dev_scores[-1]["step"] == step
+
+    def _save_model(self) -> None:
+        """Save the model into ``output_dir`` beside the log and checkpoint, entry by entry.
+
+        ``model.save`` replaces a whole directory, so it writes to a staging folder first; each of its
+        files and folders then replaces its counterpart in ``output_dir`` by a rename.
+        """
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".model.", dir=self.output_dir))
+        try:
+            model: Any = self.objective.model
+            model.save(staging / "model")
+            for entry in (staging / "model").iterdir():
+                if entry.is_dir():
+                    _replace_dir(entry, self.output_dir / entry.name)
+                else:
+                    os.replace(entry, self.output_dir / entry.name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _save_checkpoint(self, optimizer: Any, scheduler: Any) -> None:
+        state = {
+            "global_step": self.state.global_step,
+            "epoch": self.state.epoch,
+            "step_in_epoch": self.state.step_in_epoch,
+            "best_score": self.state.best_score,
+            "best_step": self.state.best_step,
+            "dev_scores": self.state.dev_scores,
+            "log_size": self.log.size(),
+            "examples": len(self.examples),
+            "total_steps": self.total_steps,
+            "config": asdict(self.config),
+        }
+        save_checkpoint(self.checkpoint_dir, self.objective, optimizer, scheduler, state)
+
+    def _resume(self, optimizer: Any, scheduler: Any) -> None:
+        state = load_checkpoint(self.checkpoint_dir, self.objective, optimizer, scheduler)
+        if state["examples"] != len(self.examples) or state["total_steps"] != self.total_steps:
+            raise ValueError(
+                f"{self.checkpoint_dir}: made for {state['examples']} examples and {state['total_steps']} "
+                f"steps, but this run has {len(self.examples)} and {self.total_steps}; "
+                "resume with the same data and settings"
+            )
+        self.state = TrainerState(
+            global_step=state["global_step"],
+            epoch=state["epoch"],
+            step_in_epoch=state["step_in_epoch"],
+            best_score=state["best_score"],
+            best_step=state["best_step"],
+            dev_scores=state["dev_scores"],
+        )
+        self.log.truncate(state["log_size"])
+        self.log.write({"event": "resume", "step": self.state.global_step})
+        logger.info("resuming at step %d of %d", self.state.global_step, self.total_steps)
+
+    def _finish(self) -> None:
+        if self.evaluator is None:
+            self._save_model()
+        if self.metric is not None:
+            plot_training_curve(self.log.records(), self.output_dir / PLOT_FILE, self.metric)
+        else:
+            plot_training_curve(self.log.records(), self.output_dir / PLOT_FILE, "")
+        if not self.config.keep_checkpoint:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+        self.log.write({"event": "end", "step": self.state.global_step, "best_score": self.state.best_score})
+
+    def _lengths(self) -> list[int] | None:
+        lengths_of = getattr(self.objective, "lengths", None)
+        if not self.config.group_by_length or lengths_of is None:
+            return None
+        return list(lengths_of(self.examples))
+
+    def _autocast(self) -> AbstractContextManager[Any]:
+        if not self.config.bf16:
+            return nullcontext()
+        device = next(self.objective.parameters()).device
+        if not bf16_supported(device):
+            logger.warning("bf16 requested but %s has no native bf16 support: training in fp32", device)
+            return nullcontext()
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+
+    def _divergence_message(self, value: float) -> str:
+        checkpoint = (
+            f"the last good checkpoint is kept in {self.checkpoint_dir}"
+            if (self.checkpoint_dir / "state.json").is_file()
+            else "no checkpoint had been written yet"
+        )
+        return (
+            f"training stopped: the loss is {value} at step {self.state.global_step + 1} "
+            f"(epoch {self.state.epoch + 1}); {checkpoint}. Try a lower learning rate, or --no-bf16."
+        )
+
+    def _install_interrupt_handler(self) -> Any:
+        def request_stop(signum: int, frame: FrameType | None) -> None:
+            logger.warning("Ctrl-C: saving a checkpoint after this step (press again to abort at once)")
+            self._stop_requested = True
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        self._stop_requested = False
+        try:
+            return signal.signal(signal.SIGINT, request_stop)
+        except ValueError:  # not the main thread: leave Ctrl-C alone
+            return None
+
+    @staticmethod
+    def _restore_interrupt_handler(previous: Any) -> None:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+    def _result(self, started: float, interrupted: bool) -> TrainingResult:
+        return TrainingResult(
+            output_dir=self.output_dir,
+            global_step=self.state.global_step,
+            total_steps=self.total_steps,
+            best_score=self.state.best_score,
+            best_step=self.state.best_step,
+            interrupted=interrupted,
+            seconds=time.perf_counter() - started,
+        )
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether ``device`` computes bf16 natively (CPU: AVX512-BF16 or AMX; CUDA: Ampere or newer)."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    return bool((check and check()) or (amx and amx()))

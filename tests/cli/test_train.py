@@ -1,0 +1,59 @@
+"""``sbert train file`` end to end on a tiny random BERT; the output directory is a model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.cli import main
+
+ROWS = [
+    ("a man plays guitar", "a man plays music", 4.5),
+    ("a dog runs in the park", "the red car", 0.5),
+    ("a woman cooks food", "a woman is eating", 3.0),
+    ("the sun and rain", "a small blue rocket", 0.0),
+] * 4
+
+
+@pytest.fixture()
+def pairs_file(tmp_path: Path) -> Path:
+    path = tmp_path / "pairs.tsv"
+    path.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{s}\n" for a, b, s in ROWS))
+    return path
+
+
+@pytest.mark.parametrize("loss", ["cosine-mse", "cosent", "mnrl"])
+def test_train_file_writes_a_loadable_model_log_and_results(
+    loss: str, pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SBERT_DATA", raising=False)
+    output = tmp_path / "out"
+    argv = ["train", "file", "--train", str(pairs_file), "--loss", loss, "--dev", str(pairs_file)]
+    argv += [
+        "--base",
+        str(trainable_model_dir),
+        "--output",
+        str(output),
+        "--epochs",
+        "2",
+        "--batch-size",
+        "4",
+    ]
+    assert main([*argv, "--lr", "1e-3", "--no-progress", "--device", "cpu"]) == 0
+    results = json.loads((output / "results.json").read_text())
+    assert results["steps"] == 8 and results["best_dev_spearman_cosine"] is not None
+    assert SentenceEncoder.from_pretrained(output, device="cpu").encode(["a man"]).shape == (1, 32)
+    assert (output / "training_log.jsonl").is_file()
+
+
+def test_bad_training_file_is_a_clear_error(
+    tmp_path: Path, trainable_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("sentence1,sentence2,score\na,b,9\n")
+    argv = ["train", "file", "--train", str(bad), "--loss", "cosine-mse", "--base", str(trainable_model_dir)]
+    assert main([*argv, "--output", str(tmp_path / "out"), "--device", "cpu"]) == 1
+    assert "bad.csv:2: score 9 is outside 0-5" in capsys.readouterr().err
