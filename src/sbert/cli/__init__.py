@@ -8,10 +8,11 @@ import sys
 from collections.abc import Sequence
 
 from sbert import __version__
-from sbert.cli import demo, encode, info, similarity
+from sbert.cli import cluster, demo, encode, index, info, mine, search, similarity
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
 SUBCOMMANDS = [demo, encode, similarity, info]
+SUBCOMMANDS += [index, search, mine, cluster]
 
 
 def build_parser() -> argparse.ArgumentParser:
