@@ -102,3 +102,9 @@ def test_bad_input(regression: CrossEncoder, tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="config.json"):
         CrossEncoder.from_pretrained(tmp_path)
     assert regression.predict([]).shape == (0,)
+
+
+def test_new_label_count_starts_a_new_head(regression: CrossEncoder, tmp_path: Path, caplog) -> None:
+    regression.save(tmp_path / "ce")
+    model = CrossEncoder.from_pretrained(tmp_path / "ce", num_labels=3, device="cpu")
+    assert model.num_labels == 3 and "new 3-output head" in caplog.text

@@ -21,6 +21,7 @@ Outputs:
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -47,6 +48,8 @@ from sbert.errors import ModelLoadError
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.model_io import _replace_dir, read_json
 from sbert.modules.transformer import _quiet_transformers, default_max_seq_length
+
+logger = logging.getLogger("sbert")
 
 CONFIG_FILE = "sbert_cross_encoder.json"
 _ACTIVATIONS = {1: "torch.nn.modules.activation.Sigmoid"}  # sentence-transformers' CrossEncoder reads this
@@ -124,6 +127,9 @@ class CrossEncoder(nn.Module):
             label_names: Names of the k classes (default ``LABEL_0``, ...).
             max_seq_length: Cut pairs to this many tokens (default: saved, else the model's limit).
             device: Default CUDA when available, else CPU.
+
+        A new head is initialised from torch's random generator: call ``torch.manual_seed`` first
+        for a reproducible start.
         """
         path = _transformer_folder(resolve_model_path(name_or_path))
         settings = read_json(path / CONFIG_FILE) if (path / CONFIG_FILE).is_file() else {}
@@ -138,6 +144,10 @@ class CrossEncoder(nn.Module):
         classifier = any(str(a).endswith("ForSequenceClassification") for a in config.architectures or [])
         saved_labels = int(config.num_labels) if settings or classifier else None
         labels = num_labels or saved_labels or 1
+        if saved_labels is not None and labels != saved_labels:
+            logger.warning(
+                "%s: the saved head has %d outputs; starting a new %d-output head", path, saved_labels, labels
+            )
         names = list(label_names) if label_names else None
         if names is not None and len(names) != labels:
             raise ValueError(f"{len(names)} label names for {labels} labels")
