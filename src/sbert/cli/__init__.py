@@ -8,10 +8,10 @@ import sys
 from collections.abc import Sequence
 
 from sbert import __version__
-from sbert.cli import demo, encode, evaluate, info, similarity, train
+from sbert.cli import cluster, demo, encode, evaluate, index, info, mine, search, similarity, train
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
-SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train]
+SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """``sbert demo``: the main job on the bundled model, in one command.
 
 Embeds a small corpus written for the project, prints a similarity table, the nearest corpus
-sentences for a few queries and, when the data directory is present, the STSb test Spearman.
+sentences for a few queries, the most similar pairs (paraphrase mining), the corpus in clusters and,
+when the data directory is present, the STSb test Spearman.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import argparse
 import time
 from importlib import resources
 
-import numpy as np
-
+from sbert.applications import agglomerative, paraphrase_mining, semantic_search
+from sbert.applications.clustering import labels_to_clusters
 from sbert.cli.common import add_data_argument, add_model_arguments, load_model
 from sbert.cli.similarity import format_matrix
 from sbert.data import read_stsb, resolve_data_dir
@@ -25,6 +26,7 @@ QUERIES = [
     "The software had a defect.",
     "Prices keep going up.",
 ]
+DEMO_CLUSTERS = 8  # the corpus is written as 8 topics of 4 sentences
 TABLE_SENTENCES = [
     "A man is playing a guitar.",
     "Someone is playing an instrument.",
@@ -58,12 +60,26 @@ def run(args: argparse.Namespace) -> int:
 
     corpus = demo_corpus()
     corpus_vectors = model.encode(corpus)
-    scores = cosine_matrix(model.encode(QUERIES), corpus_vectors).numpy()  # (queries, corpus)
+    results = semantic_search(model.encode(QUERIES), corpus_vectors, top_k=args.top_k)
     print(f"Semantic search over {len(corpus)} corpus sentences")
-    for query, row in zip(QUERIES, scores):
+    for query, hits in zip(QUERIES, results):
         print(f"  query: {query}")
-        for index in np.argsort(-row)[: args.top_k]:
-            print(f"    {row[index]:.3f}  {corpus[index]}")
+        for hit in hits:
+            print(f"    {hit.score:.3f}  {corpus[hit.corpus_id]}")
+    print()
+
+    print("Paraphrase mining: the most similar pairs in the corpus")
+    for pair in paraphrase_mining(corpus_vectors, top_k=5, max_pairs=3):
+        print(f"    {pair.score:.3f}  {corpus[pair.i]}  <->  {corpus[pair.j]}")
+    print()
+
+    clusters = labels_to_clusters(
+        agglomerative(corpus_vectors, n_clusters=DEMO_CLUSTERS, linkage_method="complete")
+    )
+    print(f"Agglomerative clustering (complete linkage) into {DEMO_CLUSTERS} clusters")
+    for number, members in enumerate(clusters):
+        shown = " | ".join(corpus[i] for i in members[:2]) + (" | ..." if len(members) > 2 else "")
+        print(f"  {number} ({len(members)}): {shown}")
     print()
 
     if resolve_data_dir(args.data_dir) is None:

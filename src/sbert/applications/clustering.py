@@ -1,0 +1,163 @@
+"""Clustering sentence vectors: agglomerative (as in the paper), k-means, and community detection.
+
+All three work on cosine similarity. Agglomerative and k-means give every sentence a label;
+community detection finds only the dense groups (at least ``min_community_size`` sentences whose
+similarity to a centre sentence is at least ``threshold``) and leaves the rest unassigned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.cluster.vq import kmeans2
+from scipy.spatial.distance import pdist
+
+from sbert.applications.search import as_numpy, top_k_rows
+from sbert.similarity import ArrayLike
+
+LINKAGES = ("average", "complete", "single")
+
+
+def agglomerative(
+    embeddings: ArrayLike,
+    n_clusters: int | None = None,
+    threshold: float | None = None,
+    linkage_method: str = "average",
+) -> np.ndarray:
+    """Hierarchical clustering on cosine distance; cut into ``n_clusters`` or at a similarity ``threshold``.
+
+    Builds the full pairwise distance list (n·(n−1)/2 floats): fine to ~20k sentences.
+
+    Args:
+        embeddings: (n, dim).
+        n_clusters: Number of clusters; or
+        threshold: Merge only clusters whose (linkage) cosine similarity is at least this, in [-1, 1].
+        linkage_method: ``"average"`` (default), ``"complete"`` or ``"single"``.
+
+    Returns:
+        Labels (n,), 0-based, numbered by first appearance.
+
+    Example:
+        >>> vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
+        >>> agglomerative(vectors, n_clusters=2).tolist()
+        [0, 0, 1]
+    """
+    if (n_clusters is None) == (threshold is None):
+        raise ValueError("give exactly one of n_clusters and threshold")
+    if linkage_method not in LINKAGES:
+        raise ValueError(f"unknown linkage {linkage_method!r}; choose one of {', '.join(LINKAGES)}")
+    vectors = _checked(embeddings)
+    if len(vectors) == 1:
+        return np.zeros(1, dtype=np.int64)
+    if n_clusters is not None and not 1 <= n_clusters <= len(vectors):
+        raise ValueError(f"n_clusters must be between 1 and {len(vectors)}, got {n_clusters}")
+    distances = np.clip(pdist(vectors, metric="cosine"), 0.0, 2.0)  # condensed (n·(n−1)/2,)
+    tree = linkage(distances, method=linkage_method)
+    if n_clusters is not None:
+        labels = fcluster(tree, t=n_clusters, criterion="maxclust")
+    else:
+        assert threshold is not None
+        labels = fcluster(tree, t=1.0 - check_threshold(threshold), criterion="distance")
+    return renumber(labels)
+
+
+def kmeans(embeddings: ArrayLike, n_clusters: int, seed: int = 0, n_init: int = 5) -> np.ndarray:
+    """k-means on unit-length vectors (spherical in effect), best of ``n_init`` k-means++ starts.
+
+    Example:
+        >>> vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+        >>> kmeans(vectors, n_clusters=2).tolist()
+        [0, 0, 1, 1]
+    """
+    vectors = _checked(embeddings)
+    if not 1 <= n_clusters <= len(vectors):
+        raise ValueError(f"n_clusters must be between 1 and {len(vectors)}, got {n_clusters}")
+    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    best_labels, best_inertia = None, np.inf
+    for attempt in range(n_init):
+        centroids, labels = kmeans2(vectors, n_clusters, minit="++", seed=seed + attempt)
+        inertia = float(((vectors - centroids[labels]) ** 2).sum())
+        if inertia < best_inertia:
+            best_labels, best_inertia = labels, inertia
+    assert best_labels is not None
+    return renumber(best_labels)
+
+
+def community_detection(
+    embeddings: ArrayLike,
+    threshold: float = 0.75,
+    min_community_size: int = 10,
+    batch_size: int = 1024,
+) -> list[list[int]]:
+    """Groups of sentences with cosine similarity ≥ ``threshold`` to a centre sentence; non-overlapping.
+
+    Each sentence with at least ``min_community_size`` neighbours (itself included) above the threshold
+    proposes a community; the largest are kept first, and a sentence goes to one community only.
+    Scores are computed ``batch_size`` rows at a time (no n × n matrix).
+
+    Returns:
+        Communities, largest first; each lists its centre first, then members by similarity.
+
+    Example:
+        >>> vectors = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]])
+        >>> community_detection(vectors, threshold=0.9, min_community_size=2)
+        [[0, 1]]
+    """
+    threshold = check_threshold(threshold)
+    if min_community_size < 1:
+        raise ValueError(f"min_community_size must be at least 1, got {min_community_size}")
+    vectors = torch.nn.functional.normalize(torch.as_tensor(_checked(embeddings)), dim=1)
+    n = len(vectors)
+    if n < min_community_size:
+        return []
+    candidates: list[list[int]] = []
+    for start in range(0, n, batch_size):
+        scores = vectors[start : start + batch_size] @ vectors.T  # (batch, n)
+        # The min_community_size-th best score says at once whether a row can be a centre.
+        kth = torch.topk(scores, min_community_size, dim=1).values[:, -1]
+        for row in (kth >= threshold).nonzero().flatten().tolist():
+            above = int((scores[row] >= threshold).sum())
+            _, members = top_k_rows(scores[row : row + 1], above)
+            centre = start + row
+            ordered = [centre, *(m for m in members[0].tolist() if m != centre)]
+            candidates.append(ordered)
+    candidates.sort(key=len, reverse=True)  # stable: equal sizes keep the lower centre first
+    taken: set[int] = set()
+    communities = []
+    for candidate in candidates:
+        fresh = [m for m in candidate if m not in taken]
+        if len(fresh) >= min_community_size:
+            communities.append(fresh)
+            taken.update(fresh)
+    return communities
+
+
+def check_threshold(threshold: float) -> float:
+    """A cosine similarity threshold must lie in [-1, 1]."""
+    if not -1.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold is a cosine similarity and must be in [-1, 1], got {threshold}")
+    return float(threshold)
+
+
+def renumber(labels: np.ndarray) -> np.ndarray:
+    """Labels 0, 1, 2, ... in order of first appearance."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inverse].astype(np.int64)
+
+
+def labels_to_clusters(labels: np.ndarray) -> list[list[int]]:
+    """Member positions of each label, label 0 first."""
+    return (
+        [np.flatnonzero(labels == label).tolist() for label in range(int(labels.max()) + 1)]
+        if len(labels)
+        else []
+    )
+
+
+def _checked(embeddings: ArrayLike) -> np.ndarray:
+    vectors = as_numpy(embeddings)
+    if vectors.ndim != 2 or len(vectors) == 0:
+        raise ValueError(f"clustering needs a non-empty (n, dim) matrix, got shape {vectors.shape}")
+    return vectors.astype(np.float64)

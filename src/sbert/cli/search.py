@@ -1,0 +1,65 @@
+"""``sbert search --index DIR "query" ...`` (or ``--corpus FILE``): the nearest sentences of each query."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from sbert.applications.search import Hit, semantic_search
+from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.index import add_text_arguments
+from sbert.data.texts import read_texts
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "search",
+        help="nearest sentences of queries, in an index or a corpus file",
+        description="Search a saved index (--index) or embed a corpus file for one exact search (--corpus).",
+    )
+    parser.add_argument("queries", nargs="+", help="one or more query sentences")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--index", help="index directory from `sbert index build`")
+    source.add_argument("--corpus", help="corpus file, embedded now and searched exactly")
+    parser.add_argument("--top-k", "-k", type=int, default=5, help="results per query (default 5)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per query")
+    add_text_arguments(parser)
+    add_model_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.top_k < 1:
+        raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
+    if args.index:
+        from sbert.applications.index import MANIFEST_FILE, VectorIndex, read_manifest
+
+        if args.model is None:  # the index knows its model
+            args.model = read_manifest(Path(args.index) / MANIFEST_FILE)["model"]
+        model = load_model(args)
+        index = VectorIndex.load(args.index, model=model)
+        results = index.search(model.encode(args.queries), top_k=args.top_k)
+        texts = {int(i): t for i, t in zip(index.ids, index.texts)}
+    else:
+        corpus = read_texts(args.corpus, args.format, args.column)
+        model = load_model(args)
+        vectors = model.encode(corpus, show_progress_bar=len(corpus) >= 1000)
+        results = semantic_search(model.encode(args.queries), vectors, top_k=args.top_k)
+        texts = dict(enumerate(corpus))
+    for query, hits in zip(args.queries, results):
+        print_hits(query, hits, texts, args.json)
+    return 0
+
+
+def print_hits(query: str, hits: list[Hit], texts: dict[int, str | None], as_json: bool) -> None:
+    if as_json:
+        record = {
+            "query": query,
+            "hits": [{"id": h.corpus_id, "score": h.score, "text": texts[h.corpus_id]} for h in hits],
+        }
+        print(json.dumps(record, ensure_ascii=False))
+        return
+    print(f"query: {query}")
+    for hit in hits:
+        print(f"  {hit.score:.3f}  [{hit.corpus_id}] {texts[hit.corpus_id]}")
