@@ -57,7 +57,7 @@ class FastBert:
         >>> fast = FastBert(encoder.transformer.model, torch.bfloat16)
         >>> features = encoder.transformer.collate(encoder.tokenize(["A man plays a guitar."]).ids)
         >>> fast(features["input_ids"], features["attention_mask"]).shape
-        torch.Size([1, 9, 384])
+        torch.Size([1, 8, 384])
     """
 
     def __init__(self, model: PreTrainedModel, dtype: torch.dtype) -> None:
