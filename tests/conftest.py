@@ -95,7 +95,8 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def tiny_encoder(tiny_model_dir: Path) -> SentenceEncoder:
-    return SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
+    # float32: unit tests compare with exact references; the bf16 path has its own tests.
+    return SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32")
 
 
 @pytest.fixture(scope="session")
@@ -108,7 +109,7 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def bundled_encoder() -> SentenceEncoder:
-    return SentenceEncoder.from_pretrained(device="cpu")
+    return SentenceEncoder.from_pretrained(device="cpu", precision="float32")
 
 
 def build_trainable_tiny_bert(path: Path, seed: int = 0) -> Path:

@@ -85,3 +85,54 @@ def test_training_mode_is_restored(tiny_encoder: SentenceEncoder) -> None:
     tiny_encoder.train()
     tiny_encoder.encode(SENTENCES)
     assert tiny_encoder.training
+
+
+@pytest.fixture()
+def native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pretend the CPU has native bf16 so that the bf16 path runs on any machine (emulated there)."""
+    from sbert.inference import precision
+
+    monkeypatch.setattr(precision, "_native_bf16", lambda device: True)
+
+
+def test_precision_is_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
+    assert model.precision == "bfloat16"
+    model.requested_precision = "float32"
+    assert model.precision == "float32"
+
+
+def test_bfloat16_stays_close_and_batch_independent(tiny_encoder: SentenceEncoder, native_bf16: None) -> None:
+    exact = tiny_encoder.encode(SENTENCES, precision="float32")
+    fast = tiny_encoder.encode(SENTENCES, precision="bfloat16")
+    cosines = (exact * fast).sum(1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(fast, axis=1)
+    assert 1 - cosines.min() < 0.005 and np.abs(fast - exact).max() > 0  # really ran in bf16
+    alone = np.stack([tiny_encoder.encode(s, precision="bfloat16") for s in SENTENCES])
+    np.testing.assert_allclose(
+        tiny_encoder.encode(SENTENCES, batch_size=3, precision="bfloat16"), alone, atol=1e-4
+    )
+
+
+def test_bfloat16_follows_weight_updates(tiny_encoder: SentenceEncoder, native_bf16: None) -> None:
+    before = tiny_encoder.encode(SENTENCES, precision="bfloat16")
+    with torch.no_grad():
+        tiny_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(2.0)
+    after = tiny_encoder.encode(SENTENCES, precision="bfloat16")
+    np.testing.assert_allclose(after, tiny_encoder.encode(SENTENCES, precision="float32"), atol=0.05)
+    assert np.abs(after - before).max() > 0.01
+
+
+def test_float32_equals_forward(tiny_encoder: SentenceEncoder) -> None:
+    features = tiny_encoder.transformer.collate(tiny_encoder.tokenize(SENTENCES).ids)
+    with torch.no_grad():
+        expected = tiny_encoder(features)
+    np.testing.assert_allclose(
+        tiny_encoder.encode(SENTENCES, precision="float32"), expected.numpy(), atol=1e-5
+    )
+
+
+def test_unknown_precision(tiny_model_dir, tiny_encoder: SentenceEncoder) -> None:
+    with pytest.raises(ValueError, match="choose one of auto, float32, bfloat16"):
+        tiny_encoder.encode(SENTENCES, precision="int4")
+    with pytest.raises(ValueError, match="unknown precision 'half'"):
+        SentenceEncoder.from_pretrained(tiny_model_dir, precision="half")

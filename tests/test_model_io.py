@@ -23,19 +23,21 @@ def test_plain_hf_dir_gets_requested_pooling(tiny_model_dir: Path) -> None:
 def test_save_load_round_trip_with_sentence_transformers(
     tiny_model_dir: Path, tmp_path: Path, pooling: str
 ) -> None:
-    model = SentenceEncoder.from_pretrained(tiny_model_dir, pooling=pooling, device="cpu")
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, pooling=pooling, device="cpu", precision="float32"
+    )
     model.layers.extend([Dense(model.dim, 8), Normalize()])
     model.save(tmp_path / "saved")
     assert not list((tmp_path / "saved").rglob("*.bin"))
 
-    ours = SentenceEncoder.from_pretrained(tmp_path / "saved", device="cpu")
+    ours = SentenceEncoder.from_pretrained(tmp_path / "saved", device="cpu", precision="float32")
     theirs = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
     expected = model.encode(SENTENCES)
     np.testing.assert_allclose(ours.encode(SENTENCES), expected, atol=1e-6)
     np.testing.assert_allclose(theirs.encode(SENTENCES), expected, atol=1e-5)
 
     theirs.save(str(tmp_path / "resaved"))  # and the reverse: what sentence-transformers writes
-    again = SentenceEncoder.from_pretrained(tmp_path / "resaved", device="cpu")
+    again = SentenceEncoder.from_pretrained(tmp_path / "resaved", device="cpu", precision="float32")
     assert again.pooling.mode == pooling and again.dim == 8
     np.testing.assert_allclose(again.encode(SENTENCES), expected, atol=1e-5)
 

@@ -7,7 +7,7 @@ module), and at inference a sentence goes through alone to give its fixed-size v
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +17,9 @@ from tqdm.auto import tqdm
 
 from sbert.batching import length_sorted_batches
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.inference import FastBert, resolve_precision
+from sbert.inference.fast_bert import parameter_version, supports
+from sbert.inference.precision import check_precision
 from sbert.model_io import load_modules, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
 
@@ -55,6 +58,8 @@ class SentenceEncoder(nn.Module):
         self.pooling = pooling or Pooling(transformer.dim)
         self.layers = nn.ModuleList(layers)
         self.name = name or "unnamed"
+        self.requested_precision = "auto"
+        self._fast: FastBert | None = None  # bf16 weights, rebuilt when the float32 weights change
 
     @classmethod
     def from_pretrained(
@@ -63,6 +68,7 @@ class SentenceEncoder(nn.Module):
         pooling: str | None = None,
         max_seq_length: int | None = None,
         device: str | torch.device | None = None,
+        precision: str = "auto",
     ) -> SentenceEncoder:
         """Load a model by name or path.
 
@@ -73,11 +79,19 @@ class SentenceEncoder(nn.Module):
                 models default to ``"mean"``.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
+            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it natively,
+                else float32), ``"float32"`` (exact) or ``"bfloat16"``. ``forward()`` (training) is
+                always float32.
+
+        Raises:
+            ValueError: an unknown ``precision`` (the message lists the choices).
         """
+        check_precision(precision)
         path = resolve_model_path(name_or_path)
         transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
         model = cls(transformer, pooler, layers, name=str(name_or_path or DEFAULT_MODEL))
         model.eval()
+        model.requested_precision = precision
         return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
     def save(self, path: str | Path) -> None:
@@ -99,6 +113,11 @@ class SentenceEncoder(nn.Module):
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
+
+    @property
+    def precision(self) -> str:
+        """The precision ``encode()`` runs at on this device: ``"float32"`` or ``"bfloat16"``."""
+        return resolve_precision(self.requested_precision, self.device)
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
@@ -124,6 +143,7 @@ class SentenceEncoder(nn.Module):
         normalize: bool = False,
         convert_to_tensor: bool = False,
         show_progress_bar: bool | None = None,
+        precision: str | None = None,
     ) -> np.ndarray | Tensor:
         """Embed sentences; the output keeps the input order.
 
@@ -136,10 +156,13 @@ class SentenceEncoder(nn.Module):
             normalize: Scale every vector to unit length.
             convert_to_tensor: Return a ``torch.Tensor`` instead of a numpy array.
             show_progress_bar: Default: on for inputs of 1000 sentences or more.
+            precision: Overrides the model's precision for this call (see :meth:`from_pretrained`).
 
         Raises:
             TypeError: an item is not a string (the message names its index and type).
+            ValueError: an unknown ``precision``.
         """
+        run_precision = resolve_precision(precision or self.requested_precision, self.device)
         single = isinstance(sentences, str)
         texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
         check_texts(texts)
@@ -159,15 +182,43 @@ class SentenceEncoder(nn.Module):
             was_training = self.training
             self.eval()
             with torch.inference_mode():
+                forward = self._inference_forward(run_precision)
                 for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress_bar):
                     features = self.transformer.collate([tokenized.ids[i] for i in batch])
                     features = {key: value.to(self.device) for key, value in features.items()}
-                    embeddings[torch.from_numpy(batch)] = self(features).float().cpu()
+                    embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
             self.train(was_training)
         if normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result = embeddings[0] if single else embeddings
         return result if convert_to_tensor else result.numpy()
+
+    def _inference_forward(self, precision: str) -> Callable[[dict[str, Tensor]], Tensor]:
+        """The batch → sentence vectors function for ``precision``.
+
+        bf16 on CPU runs FastBert (weights converted once; 1.7-2× faster than autocast on the measured
+        CPU); other models and CUDA use autocast around the float32 module.
+        """
+        if precision == "float32":
+            return self
+        model = self.transformer.model
+        if self.device.type == "cpu" and supports(model):
+            if self._fast is None or self._fast.version != parameter_version(model):
+                self._fast = FastBert(model, torch.bfloat16)
+            return self._fast_forward
+        return self._autocast_forward
+
+    def _fast_forward(self, features: dict[str, Tensor]) -> Tensor:
+        assert self._fast is not None
+        mask = features["attention_mask"]
+        embeddings = self.pooling(self._fast(features["input_ids"], mask), mask)  # (batch, hidden)
+        for layer in self.layers:
+            embeddings = layer(embeddings)
+        return embeddings
+
+    def _autocast_forward(self, features: dict[str, Tensor]) -> Tensor:
+        with torch.autocast(self.device.type, dtype=torch.bfloat16):
+            return self(features).float()
 
 
 def check_texts(texts: Sequence[object]) -> None:

@@ -84,3 +84,10 @@ def test_demo_without_data(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_no_command_prints_help(capsys) -> None:
     assert main([]) == 2
+
+
+def test_info_shows_precision(tiny_model_dir: Path, capsys) -> None:
+    assert main(["info", str(tiny_model_dir), "--precision", "float32"]) == 0
+    assert "precision:      float32 (asked: float32)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["info", str(tiny_model_dir), "--precision", "int3"])

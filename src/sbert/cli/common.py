@@ -6,6 +6,7 @@ import argparse
 
 from sbert.encoder import SentenceEncoder
 from sbert.hub import DEFAULT_MODEL
+from sbert.inference import PRECISIONS
 from sbert.modules.pooling import POOLING_MODES
 
 
@@ -18,6 +19,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pooling", choices=POOLING_MODES, default=None, help="override the model's pooling")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="inference precision (default auto: bf16 where the CPU has native bf16, else float32)",
+    )
 
 
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
@@ -27,4 +34,6 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load_model(args: argparse.Namespace) -> SentenceEncoder:
-    return SentenceEncoder.from_pretrained(args.model, pooling=args.pooling, device=args.device)
+    return SentenceEncoder.from_pretrained(
+        args.model, pooling=args.pooling, device=args.device, precision=getattr(args, "precision", "auto")
+    )

@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         "dimension": str(model.dim),
         "max_seq_length": str(model.max_seq_length),
         "device": str(model.device),
+        "precision": f"{model.precision} (asked: {model.requested_precision})",
     }
     for key, value in lines.items():
         print(f"{key + ':':<16}{value}")

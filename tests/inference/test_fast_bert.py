@@ -1,0 +1,52 @@
+import torch
+import torch.nn.functional as F
+
+from sbert import SentenceEncoder
+from sbert.inference import FastBert
+from sbert.inference.fast_bert import parameter_version, supports
+
+SENTENCES = [
+    "a man plays the guitar",
+    "the dog runs in the park",
+    "rain",
+    "a small red car and a big blue car",
+]
+
+
+def _reference(encoder: SentenceEncoder) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    features = encoder.transformer.collate(encoder.tokenize(SENTENCES).ids)
+    with torch.no_grad():
+        return features, encoder.transformer(features)
+
+
+def test_float32_equals_hugging_face(tiny_encoder: SentenceEncoder) -> None:
+    features, expected = _reference(tiny_encoder)
+    fast = FastBert(tiny_encoder.transformer.model, torch.float32)
+    tokens = fast(features["input_ids"], features["attention_mask"])
+    real = features["attention_mask"].bool()
+    torch.testing.assert_close(tokens[real], expected[real], atol=1e-5, rtol=0)
+
+
+def test_bfloat16_is_close_to_float32(tiny_encoder: SentenceEncoder) -> None:
+    features, expected = _reference(tiny_encoder)
+    tokens = FastBert(tiny_encoder.transformer.model, torch.bfloat16)(
+        features["input_ids"], features["attention_mask"]
+    )
+    real = features["attention_mask"].bool()
+    assert tokens.dtype == torch.float32
+    assert F.cosine_similarity(tokens[real], expected[real], dim=-1).min() > 0.999
+
+
+def test_version_changes_when_weights_change(tiny_encoder: SentenceEncoder) -> None:
+    model = tiny_encoder.transformer.model
+    before = parameter_version(model)
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)
+    assert parameter_version(model) != before
+
+
+def test_supports_bert_only(tiny_encoder: SentenceEncoder) -> None:
+    model = tiny_encoder.transformer.model
+    assert supports(model)
+    model.config.hidden_act = "relu"
+    assert not supports(model)
