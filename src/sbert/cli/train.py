@@ -12,6 +12,8 @@ Recipes and their data (the data directory holds no SNLI/MultiNLI train split, s
 - ``triplet``: triplet objective (Euclidean, margin 1) on (premise, entailment, contradiction)
   triplets built from the same NLI pairs, 1 epoch.
 - ``file``: any loss on a user's CSV/TSV/JSONL pairs or triplets, with an optional scored dev file.
+- ``cross-stsb``: the paper's BERT-STSb cross-encoder baseline: a regression head on
+  ``[CLS] A [SEP] B [SEP]``, sigmoid output fitted to the 0-1 scaled score, 4 epochs on STSb train.
 
 Every recipe keeps the model with the best STSb dev Spearman, then reports STSb test in
 ``OUTPUT/results.json`` when the data directory has it.
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.cli.common import add_data_argument
+from sbert.cross_encoder import CrossEncoder
 from sbert.data import read_snli_senteval, read_stsb
 from sbert.data.nli import nli_triplets, read_nli_jsonl
 from sbert.data.records import NLI_LABELS, LabeledPair
@@ -42,6 +45,7 @@ from sbert.data.training_files import (
 )
 from sbert.encoder import SentenceEncoder
 from sbert.evaluation import SimilarityEvaluator
+from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
 from sbert.files import write_text_atomic
 from sbert.hub import DEFAULT_MODEL
 from sbert.losses import (
@@ -55,13 +59,14 @@ from sbert.losses import (
     SoftmaxLoss,
     TripletLoss,
 )
+from sbert.losses.cross_encoder import CrossEncoderLoss
 from sbert.modules.pooling import POOLING_MODES
 from sbert.training import Trainer, TrainingConfig, TrainingDivergedError, TrainingResult, seed_everything
 from sbert.training.trainer import CHECKPOINT_DIR
 
 logger = logging.getLogger("sbert")
 
-RECIPE_EPOCHS = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1}
+RECIPE_EPOCHS = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1, "cross-stsb": 4}
 FILE_LOSSES = ("cosine-mse", "cosent", "softmax", "triplet", "mnrl")
 
 
@@ -78,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "nli-stsb": "nli, then stsb from its model",
         "triplet": "triplet objective on NLI triplets (1 epoch)",
         "file": "any loss on your own CSV/TSV/JSONL pairs or triplets",
+        "cross-stsb": "BERT cross-encoder, regression on STSb train (4 epochs): the paper's baseline",
     }
     for name, text in helps.items():
         recipe = recipes.add_parser(name, help=text, description=text)
@@ -155,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
             # The second stage starts fresh unless it had itself written a checkpoint.
             resume = args.resume and (output / CHECKPOINT_DIR).is_dir()
             result = run_stage(args, "stsb", output, str(output / "nli"), resume=resume)
+        elif args.recipe == "cross-stsb":
+            result = run_cross_encoder_stage(args, output)
         else:
             result = run_stage(args, args.recipe, output, args.base, resume=args.resume)
     except TrainingDivergedError as error:
@@ -172,17 +180,7 @@ def run_stage(
     objective, examples = build_objective(args, recipe, model)
     examples = subsample(examples, args.max_pairs, args.seed)
     dev = _dev_evaluator(args)
-    config = TrainingConfig(
-        epochs=args.epochs or RECIPE_EPOCHS.get(recipe, 1),
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        warmup_fraction=args.warmup,
-        seed=args.seed,
-        bf16=args.bf16,
-        eval_steps=args.eval_steps or None,
-        checkpoint_steps=args.checkpoint_steps,
-        show_progress_bar=not args.no_progress,
-    )
+    config = training_config(args, recipe)
     logger.info(
         "%s: %d training examples, %s, %d epochs, batch %d, lr %g, %s",
         recipe,
@@ -196,6 +194,35 @@ def run_stage(
     result = Trainer(objective, examples, output, config, dev).train(resume=resume)
     if not result.interrupted:
         report(args, recipe, output, result, len(examples))
+    return result
+
+
+def training_config(args: argparse.Namespace, recipe: str) -> TrainingConfig:
+    return TrainingConfig(
+        epochs=args.epochs or RECIPE_EPOCHS.get(recipe, 1),
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        warmup_fraction=args.warmup,
+        seed=args.seed,
+        bf16=args.bf16,
+        eval_steps=args.eval_steps or None,
+        checkpoint_steps=args.checkpoint_steps,
+        show_progress_bar=not args.no_progress,
+    )
+
+
+def run_cross_encoder_stage(args: argparse.Namespace, output: Path) -> TrainingResult:
+    """The paper's BERT-STSb baseline: ``[CLS] A [SEP] B [SEP]`` regressed onto the 0-1 scaled gold score."""
+    seed_everything(args.seed)  # the new regression head is initialised randomly
+    model = CrossEncoder.from_pretrained(args.base, num_labels=1, device=args.device)
+    examples = subsample(read_stsb("train", args.data_dir), args.max_pairs, args.seed)
+    dev = CrossEncoderEvaluator(read_stsb("dev", args.data_dir), name="stsb-dev")
+    config = training_config(args, "cross-stsb")
+    result = Trainer(CrossEncoderLoss(model), examples, output, config, dev).train(resume=args.resume)
+    if not result.interrupted:
+        trained = CrossEncoder.from_pretrained(output, device=args.device)
+        test = CrossEncoderEvaluator(read_stsb("test", args.data_dir), name="stsb-test")(trained)
+        report(args, "cross-stsb", output, result, len(examples), test_spearman=test["spearman"])
     return result
 
 
@@ -258,9 +285,14 @@ def _dev_evaluator(args: argparse.Namespace) -> SimilarityEvaluator | None:
 
 
 def report(
-    args: argparse.Namespace, recipe: str, output: Path, result: TrainingResult, examples: int
+    args: argparse.Namespace,
+    recipe: str,
+    output: Path,
+    result: TrainingResult,
+    examples: int,
+    test_spearman: float | None = None,
 ) -> None:
-    """Score the saved model on STSb test (when available) and write ``results.json``."""
+    """Write ``results.json``; a bi-encoder is scored here on STSb test (when available)."""
     results: dict[str, Any] = {
         "recipe": recipe,
         "base": args.base or DEFAULT_MODEL,
@@ -269,12 +301,15 @@ def report(
         "steps": result.global_step,
         "seconds": round(result.seconds, 1),
         "bf16": args.bf16,
-        "best_dev_spearman_cosine": result.best_score,
+        "best_dev_spearman" + ("" if recipe == "cross-stsb" else "_cosine"): result.best_score,
         "best_step": result.best_step,
     }
     evaluate: Callable[[SentenceEncoder], dict[str, float]] | None = None
-    with contextlib.suppress(FileNotFoundError):  # no data directory: no test report
-        evaluate = SimilarityEvaluator(read_stsb("test", args.data_dir), name="stsb-test")
+    if test_spearman is not None:
+        results["stsb_test_spearman"] = test_spearman
+    else:
+        with contextlib.suppress(FileNotFoundError):  # no data directory: no test report
+            evaluate = SimilarityEvaluator(read_stsb("test", args.data_dir), name="stsb-test")
     if evaluate is not None:
         trained = SentenceEncoder.from_pretrained(output, device=args.device)
         results["stsb_test_spearman_cosine"] = evaluate(trained)["spearman_cosine"]
