@@ -111,9 +111,7 @@ def token_average_encoder(model: SentenceEncoder) -> SentenceEncoder:
         >>> average.encode(["A man plays guitar."]).shape
         (1, 384)
     """
-    return SentenceEncoder(
-        model.transformer, Pooling(model.transformer.dim, "mean"), name=f"{model.name}, avg. token vectors"
-    )
+    return _same_network(model, "mean", f"{model.name}, avg. token vectors")
 
 
 def cls_encoder(model: SentenceEncoder) -> SentenceEncoder:
@@ -123,9 +121,14 @@ def cls_encoder(model: SentenceEncoder) -> SentenceEncoder:
         >>> cls_encoder(SentenceEncoder.from_pretrained()).encode(["A man plays guitar."]).shape
         (1, 384)
     """
-    return SentenceEncoder(
-        model.transformer, Pooling(model.transformer.dim, "cls"), name=f"{model.name}, CLS vector"
-    )
+    return _same_network(model, "cls", f"{model.name}, CLS vector")
+
+
+def _same_network(model: SentenceEncoder, pooling: str, name: str) -> SentenceEncoder:
+    """``model``'s network and precision with another pooling and no layers after it."""
+    encoder = SentenceEncoder(model.transformer, Pooling(model.transformer.dim, pooling), name=name)
+    encoder.requested_precision = model.requested_precision
+    return encoder
 
 
 class SharedNetworkPass:
