@@ -57,3 +57,19 @@ def test_bad_training_file_is_a_clear_error(
     argv = ["train", "file", "--train", str(bad), "--loss", "cosine-mse", "--base", str(trainable_model_dir)]
     assert main([*argv, "--output", str(tmp_path / "out"), "--device", "cpu"]) == 1
     assert "bad.csv:2: score 9 is outside 0-5" in capsys.readouterr().err
+
+
+def test_train_cross_stsb_reports_test_spearman(trainable_model_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "data" / "stsb" / "original"
+    folder.mkdir(parents=True)
+    lines = "".join(f"g\tf\t2012\t{i}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(ROWS))
+    for split in ("train", "dev", "test"):
+        (folder / f"sts-{split}.csv").write_text(lines, encoding="utf-8")
+    output = tmp_path / "cross"
+    argv = ["train", "cross-stsb", "--base", str(trainable_model_dir), "--output", str(output)]
+    argv += ["--data-dir", str(tmp_path / "data"), "--epochs", "1", "--batch-size", "8", "--no-progress"]
+    assert main([*argv, "--device", "cpu", "--lr", "1e-3"]) == 0
+    results = json.loads((output / "results.json").read_text())
+    assert results["recipe"] == "cross-stsb" and results["steps"] == 2
+    assert -100 <= results["stsb_test_spearman"] <= 100 and results["best_dev_spearman"] is not None
+    assert (output / "sbert_cross_encoder.json").is_file()
