@@ -67,27 +67,6 @@ WORDS = [
 ]
 
 
-def build_tiny_bert(path: Path, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Save a randomly initialised BERT (hidden 32, 2 layers) with a small WordPiece vocabulary."""
-    path.mkdir(parents=True, exist_ok=True)
-    chars = list(string.ascii_lowercase + string.digits + string.punctuation)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars), *WORDS]
-    (path / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        intermediate_size=2 * hidden,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
-
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
@@ -112,11 +91,11 @@ def bundled_encoder() -> SentenceEncoder:
     return SentenceEncoder.from_pretrained(device="cpu", precision="float32")
 
 
-def build_trainable_tiny_bert(path: Path, seed: int = 0) -> Path:
-    """A tiny random BERT whose tokenizer really splits words (training tests need distinct inputs).
+def build_tiny_bert(path: Path, seed: int = 0) -> Path:
+    """Save a randomly initialised BERT (hidden 32, 2 layers) with a small WordPiece vocabulary.
 
-    ``build_tiny_bert``'s ``BertTokenizerFast(vocab_file=...)`` maps every word to [UNK] under
-    transformers 5, so this one builds the WordPiece tokenizer with the ``tokenizers`` library.
+    The tokenizer is built with the ``tokenizers`` library: under transformers 5,
+    ``BertTokenizerFast(vocab_file=...)`` maps every word to [UNK].
     """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
@@ -159,8 +138,8 @@ def build_trainable_tiny_bert(path: Path, seed: int = 0) -> Path:
 
 
 @pytest.fixture(scope="session")
-def trainable_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_trainable_tiny_bert(tmp_path_factory.mktemp("trainable-tiny-bert"))
+def trainable_model_dir(tiny_model_dir: Path) -> Path:
+    return tiny_model_dir
 
 
 @pytest.fixture()

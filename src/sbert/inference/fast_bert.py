@@ -113,9 +113,16 @@ class FastBert:
         return x.float()
 
 
-def parameter_version(model: torch.nn.Module) -> tuple[int, ...]:
-    """Changes whenever a parameter is replaced or updated in place (an optimizer step, ``load_state_dict``)."""
-    return tuple(v for p in model.parameters() for v in (id(p), p.data_ptr(), p._version))
+def parameter_version(model: torch.nn.Module) -> tuple[float, ...]:
+    """Changes whenever a parameter is replaced or updated in place (an optimizer step, ``load_state_dict``).
+
+    Fused optimizers (``AdamW(fused=True)``) update weights without bumping the tensors' version
+    counters, so each parameter's sum is part of the fingerprint too (a few ms for a MiniLM).
+    """
+    params = [p.detach() for p in model.parameters()]
+    with torch.no_grad():
+        sums = torch.stack([p.sum(dtype=torch.float64) for p in params]).tolist()
+    return tuple(v for p, total in zip(params, sums) for v in (id(p), p.data_ptr(), p._version, total))
 
 
 def _norm(layer_norm: Any) -> tuple[Tensor, Tensor]:
