@@ -46,7 +46,7 @@ from sbert.batching import length_sorted_batches
 from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 from sbert.errors import ModelLoadError
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.model_io import _replace_dir, read_json
+from sbert.model_io import replace_dir, read_json
 from sbert.modules.transformer import _quiet_transformers, default_max_seq_length
 
 logger = logging.getLogger("sbert")
@@ -311,7 +311,7 @@ class CrossEncoder(nn.Module):
                 "max_seq_length": self.max_seq_length,
             }
             (staging / CONFIG_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-            _replace_dir(staging, path)
+            replace_dir(staging, path)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

@@ -95,7 +95,7 @@ def save_modules(path: Path, transformer: Transformer, pooling: Pooling, layers:
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         _write_modules(staging, transformer, pooling, layers)
-        _replace_dir(staging, path)
+        replace_dir(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -160,7 +160,7 @@ def _write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def _replace_dir(new: Path, target: Path) -> None:
+def replace_dir(new: Path, target: Path) -> None:
     """Move ``new`` to ``target``; an existing ``target`` is only removed once the new one is in place."""
     if not target.exists():
         os.replace(new, target)

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from sbert import __version__
 from sbert.applications.search import Hit, as_numpy, semantic_search
 from sbert.errors import ModelLoadError
-from sbert.model_io import _replace_dir
+from sbert.model_io import replace_dir
 from sbert.similarity import ArrayLike
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
@@ -239,7 +239,7 @@ class VectorIndex:
                 "faiss_sha256": sha256(staging / FAISS_FILE),
             }
             (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-            _replace_dir(staging, path)
+            replace_dir(staging, path)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

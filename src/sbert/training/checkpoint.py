@@ -23,7 +23,7 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from sbert.model_io import _replace_dir
+from sbert.model_io import replace_dir
 
 STATE_FILE = "state.json"
 
@@ -47,7 +47,7 @@ def save_checkpoint(
             "numpy_rng": _numpy_rng_to_json(np.random.get_state()),
         }
         (staging / STATE_FILE).write_text(json.dumps(full_state, indent=1) + "\n", encoding="utf-8")
-        _replace_dir(staging, folder)
+        replace_dir(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

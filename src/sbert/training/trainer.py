@@ -37,7 +37,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from sbert.model_io import _replace_dir
+from sbert.model_io import replace_dir
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
@@ -267,7 +267,7 @@ class Trainer:
             model.save(staging / "model")
             for entry in (staging / "model").iterdir():
                 if entry.is_dir():
-                    _replace_dir(entry, self.output_dir / entry.name)
+                    replace_dir(entry, self.output_dir / entry.name)
                 else:
                     os.replace(entry, self.output_dir / entry.name)
         finally:
