@@ -46,8 +46,8 @@ from sbert.batching import length_sorted_batches
 from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 from sbert.errors import ModelLoadError
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.model_io import replace_dir, read_json
-from sbert.modules.transformer import _quiet_transformers, default_max_seq_length
+from sbert.model_io import read_json, replace_dir
+from sbert.modules.transformer import default_max_seq_length, quiet_transformers
 
 logger = logging.getLogger("sbert")
 
@@ -156,7 +156,7 @@ class CrossEncoder(nn.Module):
             config.id2label = dict(enumerate(names))
             config.label2id = {name: i for i, name in enumerate(names)}
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 model = AutoModelForSequenceClassification.from_pretrained(
                     path, config=config, use_safetensors=True, ignore_mismatched_sizes=True
                 )
@@ -299,7 +299,7 @@ class CrossEncoder(nn.Module):
                 "activation_fn": _ACTIVATIONS.get(self.num_labels, "torch.nn.modules.linear.Identity"),
                 "version": "sbert-" + __version__,
             }
-            with _quiet_transformers():
+            with quiet_transformers():
                 self.model.save_pretrained(staging, safe_serialization=True)
             self.tokenizer.save_pretrained(staging)
             settings = {

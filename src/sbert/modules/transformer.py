@@ -72,7 +72,7 @@ class Transformer(nn.Module):
         except Exception as error:  # broken JSON, unknown model type
             raise ModelLoadError(f"{config_file}: cannot be read: {error}") from error
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 model = AutoModel.from_pretrained(path, config=config, use_safetensors=True)
         except Exception as error:  # truncated or corrupt safetensors
             raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
@@ -123,7 +123,7 @@ class Transformer(nn.Module):
         return self.model(**inputs, return_dict=True).last_hidden_state
 
     def save(self, path: Path) -> None:
-        with _quiet_transformers():
+        with quiet_transformers():
             self.model.save_pretrained(path, safe_serialization=True)
         self.tokenizer.save_pretrained(path)
 
@@ -132,7 +132,7 @@ _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 @contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """Silence transformers' per-load progress bar and load report, restoring the caller's settings."""
     bars_were_on = hf_logging.is_progress_bar_enabled()
     verbosity = hf_logging.get_verbosity()
