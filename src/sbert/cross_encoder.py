@@ -36,7 +36,6 @@ from tqdm.auto import tqdm
 from transformers import (
     AutoConfig,
     AutoModelForSequenceClassification,
-    AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
@@ -47,7 +46,7 @@ from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 from sbert.errors import ModelLoadError
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.model_io import read_json, replace_dir
-from sbert.modules.transformer import default_max_seq_length, quiet_transformers
+from sbert.modules.transformer import default_max_seq_length, load_fast_tokenizer, quiet_transformers
 
 logger = logging.getLogger("sbert")
 
@@ -162,12 +161,7 @@ class CrossEncoder(nn.Module):
                 )
         except Exception as error:
             raise ModelLoadError(f"{path / 'model.safetensors'}: cannot be loaded: {error}") from error
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path)
-        except Exception as error:
-            raise ModelLoadError(f"{path}: the tokenizer files cannot be loaded: {error}") from error
-        if not tokenizer.is_fast:
-            raise ModelLoadError(f"{path}: sbert needs a fast (Rust) tokenizer; tokenizer.json is missing")
+        tokenizer = load_fast_tokenizer(path)
         encoder = cls(
             model,
             tokenizer,

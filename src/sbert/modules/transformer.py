@@ -76,12 +76,7 @@ class Transformer(nn.Module):
                 model = AutoModel.from_pretrained(path, config=config, use_safetensors=True)
         except Exception as error:  # truncated or corrupt safetensors
             raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path)
-        except Exception as error:
-            raise ModelLoadError(f"{path}: the tokenizer files cannot be loaded: {error}") from error
-        if not tokenizer.is_fast:
-            raise ModelLoadError(f"{path}: sbert needs a fast (Rust) tokenizer; tokenizer.json is missing")
+        tokenizer = load_fast_tokenizer(path)
         return cls(model, tokenizer, max_seq_length=max_seq_length, do_lower_case=do_lower_case)
 
     @property
@@ -144,6 +139,17 @@ def quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(verbosity)
         if bars_were_on:
             hf_logging.enable_progress_bar()
+
+
+def load_fast_tokenizer(path: Path) -> PreTrainedTokenizerBase:
+    """The fast (Rust) tokenizer saved in ``path``; the error names the folder."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as error:
+        raise ModelLoadError(f"{path}: the tokenizer files cannot be loaded: {error}") from error
+    if not tokenizer.is_fast:
+        raise ModelLoadError(f"{path}: sbert needs a fast (Rust) tokenizer; tokenizer.json is missing")
+    return tokenizer
 
 
 def default_max_seq_length(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int:
