@@ -27,6 +27,7 @@ from datetime import date
 
 import torch
 
+from alternating import alternating_order
 from paraphrase_mining import distinct_snli_sentences
 from sbert import SentenceEncoder
 from sbert.applications.mining import paraphrase_mining
@@ -69,7 +70,7 @@ def main() -> None:
     # All three in every repeat, order alternating, so that load from other processes hits them alike.
     seconds: dict[str, list[float]] = {name: [] for name in runners}
     for repeat in range(args.repeats):
-        for name in list(runners) if repeat % 2 == 0 else list(reversed(runners)):
+        for name in alternating_order(list(runners), repeat):
             start = time.perf_counter()
             runners[name]()
             seconds[name].append(time.perf_counter() - start)

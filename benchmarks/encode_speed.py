@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
+from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.data.paths import dataset_file
@@ -118,7 +119,7 @@ def measure(contenders: dict[str, Encode], sentences: list[str], repeats: int) -
     reference = outputs[reference_name]
     rates: dict[str, list[float]] = {name: [] for name in contenders}
     for repeat in range(repeats):
-        names = list(contenders) if repeat % 2 == 0 else list(reversed(contenders))
+        names = alternating_order(list(contenders), repeat)
         for name in names:
             start = time.perf_counter()
             contenders[name](sentences)

@@ -12,12 +12,12 @@ import argparse
 import json
 import platform
 import statistics
-import time
 from datetime import date
 
 import torch
 from sentence_transformers import SentenceTransformer
 
+from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.hub import bundled_model_path
@@ -46,13 +46,7 @@ def main() -> None:
     for run in runners.values():  # warm-up
         run()
 
-    rates: dict[str, list[float]] = {name: [] for name in runners}
-    for repeat in range(args.repeats):
-        names = list(runners) if repeat % 2 == 0 else list(reversed(runners))
-        for name in names:
-            start = time.perf_counter()
-            runners[name]()
-            rates[name].append(len(sentences) / (time.perf_counter() - start))
+    rates = alternating_rates(runners, args.repeats, len(sentences))
     ratios = [a / b for a, b in zip(rates["sbert"], rates["sentence-transformers"])]
 
     result = {

@@ -22,6 +22,7 @@ from datetime import date
 
 import torch
 
+from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.applications.mining import paraphrase_mining
 from sbert.data import read_snli_senteval, read_stsb
@@ -68,7 +69,7 @@ def main() -> None:
 
     runs: dict[str, list[dict[str, float]]] = {precision: [] for precision in models}
     for repeat in range(args.repeats):
-        order = list(models) if repeat % 2 == 0 else list(reversed(models))
+        order = alternating_order(list(models), repeat)
         for precision in order:
             start = time.perf_counter()
             vectors = models[precision].encode(sentences, batch_size=args.batch_size, show_progress_bar=False)

@@ -19,7 +19,6 @@ import logging
 import platform
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from datetime import date
 
@@ -29,6 +28,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from sentence_transformers.losses import CosineSimilarityLoss
 from sentence_transformers.training_args import SentenceTransformerTrainingArguments
 
+from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import ScoredPair, read_stsb
 from sbert.hub import bundled_model_path
@@ -112,13 +112,7 @@ def main() -> None:
         run()
     st_runner(warmup, args.batch_size)()
 
-    rates: dict[str, list[float]] = {name: [] for name in runners}
-    for repeat in range(args.repeats):
-        names = list(runners) if repeat % 2 == 0 else list(reversed(runners))
-        for name in names:
-            start = time.perf_counter()
-            runners[name]()
-            rates[name].append(len(pairs) / (time.perf_counter() - start))
+    rates = alternating_rates(runners, args.repeats, len(pairs))
     reference = rates["sentence-transformers"]
     ratios = {name: [a / b for a, b in zip(rates[name], reference)] for name in ("sbert fp32", "sbert bf16")}
     result = {
