@@ -28,11 +28,10 @@ from datetime import date
 import torch
 
 from alternating import alternating_order
-from paraphrase_mining import distinct_snli_sentences
 from sbert import SentenceEncoder
 from sbert.applications.mining import paraphrase_mining
 from sbert.cross_encoder import CrossEncoder
-from sbert.data import read_stsb
+from sbert.data import distinct_snli_sentences, read_stsb
 
 
 def main() -> None:

@@ -25,21 +25,8 @@ import torch
 from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.applications.mining import paraphrase_mining
-from sbert.data import read_snli_senteval, read_stsb
+from sbert.data import distinct_snli_sentences, read_stsb
 from sbert.evaluation import SimilarityEvaluator
-
-
-def distinct_snli_sentences(count: int, data_dir: str | None) -> list[str]:
-    """The first ``count`` distinct sentences of SNLI test, then dev."""
-    seen: dict[str, None] = {}
-    for split in ("test", "dev"):
-        for pair in read_snli_senteval(split, data_dir):
-            seen.setdefault(pair.sentence1)
-            seen.setdefault(pair.sentence2)
-    sentences = list(seen)
-    if len(sentences) < count:
-        raise ValueError(f"only {len(sentences)} distinct SNLI sentences, asked for {count}")
-    return sentences[:count]
 
 
 def load_model(precision: str) -> SentenceEncoder:

@@ -1,8 +1,9 @@
 import json
 from pathlib import Path
 
+from sbert.data import MissingDataError
 from sbert.reproduce.cache import CellCache
-from sbert.reproduce.runner import Cell, MissingData, run_cells
+from sbert.reproduce.runner import Cell, run_cells
 
 
 def _counting(calls: list[str]):  # type: ignore[no-untyped-def]
@@ -43,7 +44,7 @@ def test_corrupt_cache_file_is_ignored(tmp_path: Path) -> None:
 
 def test_missing_data_skips_and_errors_fail_one_cell(tmp_path: Path) -> None:
     def missing() -> dict[str, int]:
-        raise MissingData("SICK: data/sick/SICK_test_annotated.txt not found")
+        raise MissingDataError("SICK: data/sick/SICK_test_annotated.txt not found")
 
     def broken() -> dict[str, int]:
         raise RuntimeError("boom")

@@ -8,10 +8,22 @@ import sys
 from collections.abc import Sequence
 
 from sbert import __version__
-from sbert.cli import cluster, demo, encode, evaluate, index, info, mine, search, similarity, train
+from sbert.cli import (
+    cluster,
+    demo,
+    encode,
+    evaluate,
+    index,
+    info,
+    mine,
+    reproduce,
+    search,
+    similarity,
+    train,
+)
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
-SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster]
+SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster, reproduce]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """Data: where the evaluation and training sets live, and readers that turn their files into records."""
 
 from sbert.data.errors import BadLines, DataFormatError
-from sbert.data.paths import DATA_ENV, resolve_data_dir
+from sbert.data.nli import distinct_snli_sentences
+from sbert.data.paths import DATA_ENV, MissingDataError, resolve_data_dir
 from sbert.data.readers import read_snli_senteval, read_stsb
 from sbert.data.records import NLI_LABELS, LabeledPair, LabeledSentence, ScoredPair, Triplet
 from sbert.data.sts import read_sick, read_sts
@@ -14,8 +15,10 @@ __all__ = [
     "DataFormatError",
     "LabeledPair",
     "LabeledSentence",
+    "MissingDataError",
     "ScoredPair",
     "Triplet",
+    "distinct_snli_sentences",
     "read_binary_task",
     "read_mrpc",
     "read_sick",

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from sbert.data.readers import DataFormatError
+from sbert.data.readers import DataFormatError, read_snli_senteval
 from sbert.data.records import NLI_LABELS, LabeledPair, Triplet
 
 logger = logging.getLogger("sbert")
@@ -110,3 +110,21 @@ def nli_triplets(pairs: Sequence[LabeledPair]) -> list[Triplet]:
     if not triplets:
         raise ValueError("no premise has both an entailment and a contradiction hypothesis: no triplets")
     return triplets
+
+
+def distinct_snli_sentences(count: int, data_dir: str | Path | None = None) -> list[str]:
+    """The first ``count`` distinct sentences of SNLI test, then dev (SentEval's copy), in file order.
+
+    A corpus of real, varied sentences for mining and speed measurements.
+
+    Raises:
+        ValueError: fewer than ``count`` distinct sentences exist.
+    """
+    seen: dict[str, None] = {}
+    for split in ("test", "dev"):
+        for pair in read_snli_senteval(split, data_dir):
+            seen.setdefault(pair.sentence1)
+            seen.setdefault(pair.sentence2)
+    if len(seen) < count:
+        raise ValueError(f"only {len(seen)} distinct SNLI sentences, asked for {count}")
+    return list(seen)[:count]

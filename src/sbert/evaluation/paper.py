@@ -77,6 +77,34 @@ TABLE5_AVERAGES = {
 }
 
 
+# Table 6: ablation of SBERT-base, Spearman × 100 on STSb dev.
+TABLE6_POOLING: dict[str, dict[str, float]] = {
+    "nli": {"mean": 80.78, "max": 79.07, "cls": 79.80},
+    "stsb": {"mean": 87.44, "max": 69.92, "cls": 86.62},
+}
+TABLE6_CONCATENATION: dict[str, float] = {
+    "u,v": 66.04,
+    "|u-v|": 69.78,
+    "u*v": 70.54,
+    "|u-v|,u*v": 78.37,
+    "u,v,u*v": 77.44,
+    "u,v,|u-v|": 80.78,
+    "u,v,|u-v|,u*v": 80.44,
+}
+
+# Table 7: sentences per second (CPU column; the paper's CPU is an i7-5820K, BERT-base).
+TABLE7_CPU: dict[str, float] = {
+    "Avg. GloVe embeddings": 6469,
+    "InferSent": 137,
+    "Universal Sentence Encoder": 67,
+    "SBERT-base": 44,
+    "SBERT-base, smart batching": 83,
+}
+# Section 1: the most similar pair among 10,000 sentences.
+COST_CROSS_ENCODER_HOURS = 65.0
+COST_SBERT_SECONDS = 5.0
+
+
 def as_json() -> dict[str, object]:
     """All three tables as plain JSON-ready data, columns named."""
     return {
@@ -90,5 +118,11 @@ def as_json() -> dict[str, object]:
         "table5_senteval_accuracy": {
             row: {**dict(zip(TABLE5_COLUMNS, values)), "Avg.": TABLE5_AVERAGES[row]}
             for row, values in TABLE5.items()
+        },
+        "table6_stsb_dev_spearman": {"pooling": TABLE6_POOLING, "concatenation": TABLE6_CONCATENATION},
+        "table7_cpu_sentences_per_second": TABLE7_CPU,
+        "cost_most_similar_of_10000": {
+            "cross_encoder_hours": COST_CROSS_ENCODER_HOURS,
+            "sbert_seconds": COST_SBERT_SECONDS,
         },
     }

@@ -8,13 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sbert.data.paths import MissingDataError
 from sbert.reproduce.cache import CellCache
 
 logger = logging.getLogger("sbert")
-
-
-class MissingData(Exception):
-    """Raised by a cell whose data set is not in the data directory; the cell is skipped, not failed."""
 
 
 @dataclass
@@ -37,14 +34,23 @@ class Cell:
 @dataclass
 class CellOutcome:
     cell: Cell
-    status: str  # "ran", "cached", "skipped" or "failed"
+    status: str  # "ran", "cached", "skipped", "failed", or "pending" (not reached yet)
     result: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     reason: str = ""
 
 
-def run_cells(cells: list[Cell], cache: CellCache, log: Callable[[str], None] = print) -> list[CellOutcome]:
-    """Run every cell not already cached; a missing data set skips its cell, an error fails only that cell."""
+def run_cells(
+    cells: list[Cell],
+    cache: CellCache,
+    log: Callable[[str], None] = print,
+    after_each: Callable[[list[CellOutcome]], object] | None = None,
+) -> list[CellOutcome]:
+    """Run every cell not already cached; a missing data set skips its cell, an error fails only that cell.
+
+    ``after_each`` gets the outcomes so far after every cell that ran, so that a report written
+    from it is current even if the run is stopped.
+    """
     pending = [c for c in cells if cache.get(c.id, c.params) is None]
     left_s = sum(c.estimate_s for c in pending)
     outcomes = []
@@ -57,7 +63,7 @@ def run_cells(cells: list[Cell], cache: CellCache, log: Callable[[str], None] = 
         start = time.perf_counter()
         try:
             result = cell.run(**cell.params)
-        except MissingData as missing:
+        except MissingDataError as missing:  # a data set not in the data directory: skip, do not fail
             outcomes.append(CellOutcome(cell, "skipped", reason=str(missing)))
             log(f"    skipped: {missing}")
         except Exception as error:  # one broken cell must not lose the others' results
@@ -68,6 +74,8 @@ def run_cells(cells: list[Cell], cache: CellCache, log: Callable[[str], None] = 
             cache.put(cell.id, cell.params, result, seconds)
             outcomes.append(CellOutcome(cell, "ran", result, seconds))
         left_s = max(0.0, left_s - cell.estimate_s)
+        if after_each is not None:
+            after_each(outcomes)
     return outcomes
 
 

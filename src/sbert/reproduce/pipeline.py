@@ -1,0 +1,75 @@
+"""One reproduction run: build the cells, run what the cache lacks, write the report after every cell."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sbert.files import write_text_atomic
+from sbert.reproduce.cache import CellCache, code_fingerprint
+from sbert.reproduce.cells import Context, build_cells
+from sbert.reproduce.charts import write_charts
+from sbert.reproduce.models import ModelStore
+from sbert.reproduce.report import build_results, render_markdown
+from sbert.reproduce.runner import CellOutcome, run_cells
+from sbert.reproduce.scale import Scale
+
+REPORT_FILE = "REPORT.md"
+RESULTS_FILE = "results.json"
+
+
+def reproduce(
+    output: str | Path,
+    scale: Scale,
+    data_dir: str,
+    command: str,
+    base: str | None = None,
+    work_dir: str | Path | None = None,
+    only: Sequence[str] = (),
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the paper's experiments at ``scale`` and write ``REPORT.md``, ``results.json`` and charts.
+
+    Args:
+        output: Report folder.
+        scale: Experiment sizes (:data:`~sbert.reproduce.scale.FULL` or ``QUICK``).
+        data_dir: The data directory; a missing data set skips its cells.
+        command: The command line that asked for this run (recorded in the report).
+        base: Model every cell starts from (default: the bundled all-MiniLM-L6-v2).
+        work_dir: Cell cache and trained models (default ``OUTPUT/.work``); keep it to resume.
+        only: Run only the cells whose id starts with one of these prefixes (e.g. ``table1``).
+        log: Receives the progress lines.
+
+    Returns:
+        The results written to ``results.json``.
+    """
+    output = Path(output)
+    work = Path(work_dir) if work_dir is not None else output / ".work"
+    fingerprint = code_fingerprint()
+    models = ModelStore(work / "models", fingerprint, data_dir, base, scale.bf16)
+    cells = build_cells(Context(scale, data_dir, models, base))
+    if only:
+        cells = [cell for cell in cells if cell.id.startswith(tuple(only))]
+        if not cells:
+            raise ValueError(f"no cell id starts with {', '.join(only)}")
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+
+    def write(outcomes: list[CellOutcome], charts: Sequence[str] = ()) -> dict[str, Any]:
+        done = {outcome.cell.id for outcome in outcomes}
+        pending = [CellOutcome(cell, "pending") for cell in cells if cell.id not in done]
+        results = build_results([*outcomes, *pending], scale.as_dict(), command, started)
+        write_text_atomic(output / RESULTS_FILE, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(output / REPORT_FILE, render_markdown(results, charts))
+        return results
+
+    output.mkdir(parents=True, exist_ok=True)
+    outcomes = run_cells(
+        cells, CellCache(work / "cells", fingerprint), log, after_each=lambda done: write(done)
+    )
+    results = write(outcomes)
+    results = write(outcomes, write_charts(results, output))
+    log(f"report: {output / REPORT_FILE}")
+    return results

@@ -1,0 +1,149 @@
+"""A miniature of every cell of ``sbert reproduce`` (tiny random BERT, a few pairs), so the pipeline cannot rot."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sbert.cli import main
+from sbert.reproduce.pipeline import REPORT_FILE, RESULTS_FILE, reproduce
+from sbert.reproduce.report import render_markdown
+from sbert.reproduce.scale import Scale
+
+TINY = Scale(
+    name="tiny",
+    seeds=(1, 2),
+    nli_pairs=32,
+    stsb_pairs=32,
+    stsb_epochs=1,
+    ablation_nli_pairs=24,
+    ablation_stsb_pairs=32,
+    ablation_stsb_epochs=1,
+    sts_sets=("STSb",),
+    transfer_tasks=("MRPC",),
+    speed_sentences=32,
+    speed_repeats=1,
+    mining_sentences=64,
+    cross_pairs=16,
+)
+
+
+@pytest.fixture(scope="module")
+def miniature(tmp_path_factory: pytest.TempPathFactory, trainable_model_dir: Path, data_dir: Path) -> Path:
+    output = tmp_path_factory.mktemp("report")
+    reproduce(output, TINY, str(data_dir), "test", base=str(trainable_model_dir), log=lambda _: None)
+    return output
+
+
+def test_every_cell_runs_and_the_report_has_every_table(miniature: Path) -> None:
+    results = json.loads((miniature / RESULTS_FILE).read_text())
+    assert {c["status"] for c in results["cells"].values()} == {"ran"}, results["cells"]
+    assert len(results["cells"]) == 5 + 2 + 3 * 2 + (3 + 6 + 3) + 4
+    report = (miniature / REPORT_FILE).read_text()
+    for heading in ("Table 1", "Table 2", "Table 5", "Table 6", "Table 7", "findings, checked"):
+        assert heading in report
+    assert "| paper |" in report and "| ours |" in report
+    assert "not measured" not in report  # every finding got a verdict from measured figures
+    assert "extrapolated" in report and "measured" in report
+    assert sorted(p.name for p in miniature.glob("*.png")) == [
+        "table1_sts.png",
+        "table2_stsb_seeds.png",
+        "table5_senteval.png",
+        "table6_ablation.png",
+        "table7_speed.png",
+    ]
+    assert results["versions"]["sbert"] and results["machine"]["torch_threads"] >= 1
+
+
+def test_trained_models_are_shared_between_cells(miniature: Path) -> None:
+    results = json.loads((miniature / RESULTS_FILE).read_text())["cells"]
+    # Table 6's mean-pooling / (u, v, |u−v|) run is one model; Table 5 evaluates Table 1's NLI model.
+    assert "table6/concat-u_v_absdiff" not in results
+    assert "--concatenation" not in results["table6/nli-mean"]["result"]["command"]
+    assert results["table5/nli"]["result"]["command"] == results["table1/nli"]["result"]["command"]
+    assert (
+        results["table6/stsb-mean"]["result"]["command"] == results["table2/stsb-seed1"]["result"]["command"]
+    )
+    assert "--pooling cls" in results["table6/stsb-cls"]["result"]["command"]
+    models = list((miniature / ".work" / "models").iterdir())
+    # NLI: Table 1's, and Table 6's 3 poolings + 6 more modes; STSb: 2 seeds + 2 more poolings;
+    # NLI → STSb: 2 seeds; cross-encoder: 2 seeds.
+    assert len(models) == (1 + 3 + 6) + (2 + 2) + 2 + 2
+
+
+def test_a_second_run_only_reads_the_cache(
+    miniature: Path, trainable_model_dir: Path, data_dir: Path
+) -> None:
+    lines: list[str] = []
+    results = reproduce(
+        miniature, TINY, str(data_dir), "test", base=str(trainable_model_dir), log=lines.append
+    )
+    assert {c["status"] for c in results["cells"].values()} == {"cached"}
+    assert lines == [f"report: {miniature / REPORT_FILE}"]
+
+
+def test_report_renders_from_results_json_alone(miniature: Path) -> None:
+    results = json.loads((miniature / RESULTS_FILE).read_text())
+    assert "## Table 6" in render_markdown(results)
+
+
+def test_missing_data_skips_cells_with_a_line_in_the_report(
+    tmp_path: Path, trainable_model_dir: Path, data_dir: Path
+) -> None:
+    partial_data = tmp_path / "data"
+    partial_data.mkdir()
+    (partial_data / "stsb").symlink_to(data_dir / "stsb")  # no SICK, no SNLI
+    scale = Scale(**{**TINY.as_dict(), "sts_sets": ("STSb", "SICK-R"), "seeds": (1,)})
+    output = tmp_path / "report"
+    reproduce(
+        output,
+        scale,
+        str(partial_data),
+        "test",
+        base=str(trainable_model_dir),
+        only=["table1/bundled-mean", "table1/nli"],
+    )
+    cells = json.loads((output / RESULTS_FILE).read_text())["cells"]
+    assert cells["table1/bundled-mean"]["status"] == "ran"
+    assert set(cells["table1/bundled-mean"]["result"]["missing"]) == {"SICK-R"}
+    assert cells["table1/nli"]["status"] == "skipped" and "SNLI" in cells["table1/nli"]["reason"]
+    report = (output / REPORT_FILE).read_text()
+    assert "`table1/nli`: skipped: SNLI" in report and "SICK-R skipped" in report
+
+
+def test_cli_runs_selected_cells_and_names_a_bad_prefix(
+    tmp_path: Path, trainable_model_dir: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["reproduce", "--quick", "--base", str(trainable_model_dir), "--data-dir", str(data_dir)]
+    assert main([*common, "--output", str(tmp_path), "--only", "table9"]) == 1
+    assert "no cell id starts with table9" in capsys.readouterr().err
+    assert main([*common, "--output", str(tmp_path), "--only", "table1/bundled-cls"]) == 0
+    results = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert list(results["cells"]) == ["table1/bundled-cls"]
+    assert results["command"].startswith("sbert reproduce --quick --output")
+
+
+def test_a_stopped_run_leaves_a_report_of_the_finished_cells(
+    tmp_path: Path, trainable_model_dir: Path, data_dir: Path
+) -> None:
+    def stop_at_second_cell(line: str) -> None:
+        if line.startswith("[2/"):
+            raise KeyboardInterrupt
+
+    only = ["table1/glove", "table1/bundled-mean"]
+    with pytest.raises(KeyboardInterrupt):
+        reproduce(
+            tmp_path,
+            TINY,
+            str(data_dir),
+            "test",
+            str(trainable_model_dir),
+            only=only,
+            log=stop_at_second_cell,
+        )
+    cells = json.loads((tmp_path / RESULTS_FILE).read_text())["cells"]
+    assert {cell_id: cell["status"] for cell_id, cell in cells.items()} == {
+        "table1/glove": "ran",
+        "table1/bundled-mean": "pending",
+    }
+    assert "`table1/bundled-mean`: not run yet" in (tmp_path / REPORT_FILE).read_text()
