@@ -22,6 +22,7 @@ from sbert.inference.fast_bert import parameter_version, supports
 from sbert.inference.precision import check_precision
 from sbert.model_io import load_modules, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
+from sbert.modules.normalize import Normalize
 
 logger = logging.getLogger("sbert")
 
@@ -128,12 +129,16 @@ class SentenceEncoder(nn.Module):
             # replace those characters rather than fail on text a user cannot easily see.
             return self.transformer.tokenize([_valid_utf8(s) for s in sentences])
 
-    def forward(self, features: dict[str, Tensor]) -> Tensor:
-        """Sentence vectors (batch, dim) of a padded batch from ``transformer.collate``."""
+    def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
+        """Sentence vectors (batch, dim) of a padded batch from ``transformer.collate``.
+
+        ``normalize=False`` skips a Normalize layer (the vectors keep their length; cosines do not change).
+        """
         token_embeddings = self.transformer(features)  # (batch, seq, hidden)
         embeddings = self.pooling(token_embeddings, features["attention_mask"])  # (batch, hidden)
         for layer in self.layers:
-            embeddings = layer(embeddings)
+            if normalize or not isinstance(layer, Normalize):
+                embeddings = layer(embeddings)
         return embeddings
 
     def encode(

@@ -16,6 +16,7 @@ from sbert.losses import (
     SoftmaxLoss,
     TripletLoss,
 )
+from sbert.modules.normalize import Normalize
 
 
 def vectors(*rows: list[float]) -> torch.Tensor:
@@ -45,6 +46,18 @@ def test_softmax_loss_concatenates_u_v_absdiff_by_hand(trainable_encoder: Senten
         loss.classifier.bias.copy_(torch.tensor([math.log(3.0), 0.0]))  # p(yes) = 3/4
     value = loss.loss([LabeledPair("a", "b", "no")], [u, v]).detach()
     assert float(value) == pytest.approx(-math.log(1 / 4))
+
+
+def test_softmax_loss_sees_vectors_before_normalize_and_others_after(
+    trainable_encoder: SentenceEncoder,
+) -> None:
+    model = SentenceEncoder(trainable_encoder.transformer, trainable_encoder.pooling, [Normalize()])
+    pairs = [LabeledPair("a man plays", "a dog runs", "neutral")]
+    classify = SoftmaxLoss(model).embed_columns(pairs)[0]
+    regress = CosineMSELoss(model).embed_columns(pairs)[0]
+    assert torch.linalg.norm(regress, dim=1).tolist() == pytest.approx([1.0])
+    assert torch.linalg.norm(classify, dim=1).item() != pytest.approx(1.0)
+    assert torch.allclose(torch.nn.functional.normalize(classify, dim=1), regress, atol=1e-6)
 
 
 def test_softmax_loss_default_is_the_papers_3n_by_k(trainable_encoder: SentenceEncoder) -> None:

@@ -8,7 +8,7 @@ import shlex
 
 from sbert.cli.common import add_data_argument
 from sbert.data.paths import DATA_ENV, resolve_data_dir
-from sbert.reproduce.pipeline import reproduce
+from sbert.reproduce.pipeline import REPORT_FILE, render, reproduce
 from sbert.reproduce.scale import FULL, QUICK
 
 
@@ -34,18 +34,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--only", nargs="+", default=(), metavar="PREFIX", help="run only cells whose id starts with PREFIX"
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild REPORT.md and the charts from OUTPUT/results.json, running nothing",
+    )
     add_data_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    scale = QUICK if args.quick else FULL
+    output = args.output or f"reports/{scale.name}"
+    if args.report_only:
+        render(output)
+        print(f"report: {output}/{REPORT_FILE}")
+        return 0
     data_dir = resolve_data_dir(args.data_dir)
     if data_dir is None:
         raise ValueError(
             "no data directory; pass --data-dir or set SBERT_DATA (e.g. SBERT_DATA=../shared/data)"
         )
-    scale = QUICK if args.quick else FULL
-    output = args.output or f"reports/{scale.name}"
     command = _command(args, output)
     reproduce(output, scale, str(data_dir), command, base=args.base, work_dir=args.work_dir, only=args.only)
     return 0

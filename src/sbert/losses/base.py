@@ -34,6 +34,9 @@ class SentenceLoss(nn.Module):
     ``model`` and, optionally, ``lengths(examples)`` for grouping batches by token length.
     """
 
+    # Whether the loss sees the model's output after its Normalize layer (if it has one).
+    normalized_embeddings = True
+
     def __init__(self, model: SentenceEncoder) -> None:
         super().__init__()
         self.model = model
@@ -58,7 +61,9 @@ class SentenceLoss(nn.Module):
         texts = [text for column in columns for text in column]
         features = self.model.transformer.collate(self.token_ids(texts))
         features = {key: value.to(self.model.device) for key, value in features.items()}
-        embeddings = self.model(features).float()  # (columns * batch, dim)
+        embeddings = self.model(
+            features, normalize=self.normalized_embeddings
+        ).float()  # (columns * batch, dim)
         return list(torch.split(embeddings, len(examples)))
 
     def forward(self, examples: Sequence[Any]) -> Tensor:

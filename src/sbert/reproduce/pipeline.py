@@ -57,19 +57,24 @@ def reproduce(
             raise ValueError(f"no cell id starts with {', '.join(only)}")
     started = time.strftime("%Y-%m-%d %H:%M:%S")
 
-    def write(outcomes: list[CellOutcome], charts: Sequence[str] = ()) -> dict[str, Any]:
+    def write(outcomes: list[CellOutcome]) -> None:
         done = {outcome.cell.id for outcome in outcomes}
         pending = [CellOutcome(cell, "pending") for cell in cells if cell.id not in done]
         results = build_results([*outcomes, *pending], scale.as_dict(), command, started)
         write_text_atomic(output / RESULTS_FILE, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-        write_text_atomic(output / REPORT_FILE, render_markdown(results, charts))
-        return results
+        write_text_atomic(output / REPORT_FILE, render_markdown(results))
 
     output.mkdir(parents=True, exist_ok=True)
-    outcomes = run_cells(
-        cells, CellCache(work / "cells", fingerprint), log, after_each=lambda done: write(done)
-    )
-    results = write(outcomes)
-    results = write(outcomes, write_charts(results, output))
+    outcomes = run_cells(cells, CellCache(work / "cells", fingerprint), log, after_each=write)
+    write(outcomes)
+    results = render(output)  # with the charts
     log(f"report: {output / REPORT_FILE}")
+    return results
+
+
+def render(output: str | Path) -> dict[str, Any]:
+    """(Re)write ``REPORT.md`` and the charts from ``OUTPUT/results.json``, running nothing."""
+    output = Path(output)
+    results: dict[str, Any] = json.loads((output / RESULTS_FILE).read_text(encoding="utf-8"))
+    write_text_atomic(output / REPORT_FILE, render_markdown(results, write_charts(results, output)))
     return results
