@@ -6,6 +6,7 @@ Rows are marked ``paper`` or ``ours``; each of the paper's findings gets a verdi
 
 from __future__ import annotations
 
+import os
 import platform
 import statistics
 import subprocess
@@ -111,8 +112,6 @@ def _cpu_name() -> str:
 
 
 def _cpu_count() -> int:
-    import os
-
     return os.cpu_count() or 0
 
 
@@ -393,6 +392,19 @@ def findings_table(figures: Figures) -> str:
     return "\n".join([*lines, "", READING_THE_VERDICTS])
 
 
+# The paper's rows that our rows can be read against, in Tables 1 and 5.
+PAPER_BASELINE_ROWS = ("Avg. GloVe embeddings", "Avg. BERT embeddings", "BERT CLS-vector", "SBERT-NLI-base")
+
+
+def _paper_rows(
+    table: dict[str, tuple[float, ...]], averages: dict[str, float], extra: str = ""
+) -> list[str]:
+    return [
+        f"| paper | {row} | {' | '.join(_fmt(v) for v in table[row])} | {averages[row]:.2f} |{extra}"
+        for row in PAPER_BASELINE_ROWS
+    ]
+
+
 def _table1(figures: Figures) -> str:
     columns = paper.TABLE1_COLUMNS
     lines = [
@@ -401,11 +413,7 @@ def _table1(figures: Figures) -> str:
         f"| Source | Model | {' | '.join(columns)} | Avg. |",
         "|---|---|" + "---|" * (len(columns) + 1),
     ]
-    for row in ("Avg. GloVe embeddings", "Avg. BERT embeddings", "BERT CLS-vector", "SBERT-NLI-base"):
-        values = paper.TABLE1[row]
-        lines.append(
-            f"| paper | {row} | {' | '.join(_fmt(v) for v in values)} | {paper.TABLE1_AVERAGES[row]:.2f} |"
-        )
+    lines += _paper_rows(paper.TABLE1, paper.TABLE1_AVERAGES)
     for cell_id in (
         "table1/glove",
         "table1/bundled-mean",
@@ -466,11 +474,7 @@ def _table5(figures: Figures) -> str:
         f"| Source | Model | {' | '.join(columns)} | Avg. | MRPC F1 |",
         "|---|---|" + "---|" * (len(columns) + 2),
     ]
-    for row in ("Avg. GloVe embeddings", "Avg. BERT embeddings", "BERT CLS-vector", "SBERT-NLI-base"):
-        values = paper.TABLE5[row]
-        lines.append(
-            f"| paper | {row} | {' | '.join(_fmt(v) for v in values)} | {paper.TABLE5_AVERAGES[row]:.2f} | - |"
-        )
+    lines += _paper_rows(paper.TABLE5, paper.TABLE5_AVERAGES, extra=" - |")
     names = {"table5/nli": "bundled → NLI", "table5/stsb": "bundled → STSb"}
     for cell_id in ("table5/glove", "table5/bundled", "table5/nli", "table5/stsb"):
         result = figures.result(cell_id)

@@ -51,11 +51,11 @@ def run_cells(
     ``after_each`` gets the outcomes so far after every cell that ran, so that a report written
     from it is current even if the run is stopped.
     """
-    pending = [c for c in cells if cache.get(c.id, c.params) is None]
-    left_s = sum(c.estimate_s for c in pending)
+    found = {cell.id: cache.get(cell.id, cell.params) for cell in cells}
+    left_s = sum(cell.estimate_s for cell in cells if found[cell.id] is None)
     outcomes = []
     for number, cell in enumerate(cells, start=1):
-        cached = cache.get(cell.id, cell.params)
+        cached = found[cell.id]
         if cached is not None:
             outcomes.append(CellOutcome(cell, "cached", cached.result, cached.seconds))
             continue
