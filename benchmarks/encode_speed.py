@@ -34,6 +34,7 @@ from sbert.data import read_stsb
 from sbert.data.paths import dataset_file
 from sbert.evaluation import SimilarityEvaluator
 from sbert.hub import bundled_model_path
+from sbert.inference.precision import openvino_installed
 
 # Sources of the mixed-length set: short SNLI captions, one-sentence movie reviews, plot and opinion
 # sentences, and customer reviews (a few words to over a hundred tokens).
@@ -85,7 +86,6 @@ def main() -> None:
 def build_contenders(batch_size: int) -> dict[str, Encode]:
     path = str(bundled_model_path())
     theirs = SentenceTransformer(path, device="cpu")
-    ours = SentenceEncoder.from_pretrained(device="cpu")
 
     def st(autocast: bool) -> Encode:
         def encode(sentences: list[str]) -> np.ndarray:
@@ -95,21 +95,25 @@ def build_contenders(batch_size: int) -> dict[str, Encode]:
 
         return encode
 
-    def sbert(precision: str) -> Encode:
+    def sbert(precision: str, backend: str) -> Encode:
+        model = SentenceEncoder.from_pretrained(device="cpu", precision=precision, backend=backend)
+
         def encode(sentences: list[str]) -> np.ndarray:
-            vectors = ours.encode(
-                sentences, batch_size=batch_size, show_progress_bar=False, precision=precision
-            )
-            return np.asarray(vectors)
+            return np.asarray(model.encode(sentences, batch_size=batch_size, show_progress_bar=False))
 
         return encode
 
-    return {
+    contenders = {
         "sentence-transformers fp32": st(autocast=False),
         "sentence-transformers + bf16 autocast": st(autocast=True),
-        "sbert float32": sbert("float32"),
-        f"sbert auto ({ours.precision})": sbert("auto"),
     }
+    bf16 = SentenceEncoder.from_pretrained(device="cpu").precision  # what auto runs on this CPU
+    for backend in ("torch", "openvino") if openvino_installed() else ("torch",):
+        contenders[f"sbert float32 ({backend})"] = sbert("float32", backend)
+        contenders[f"sbert auto: {bf16} ({backend})"] = sbert("auto", backend)
+    if openvino_installed(with_nncf=True):
+        contenders["sbert int8 (openvino)"] = sbert("int8", "openvino")
+    return contenders
 
 
 def measure(contenders: dict[str, Encode], sentences: list[str], repeats: int) -> dict[str, dict[str, float]]:

@@ -74,8 +74,9 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def tiny_encoder(tiny_model_dir: Path) -> SentenceEncoder:
-    # float32: unit tests compare with exact references; the bf16 path has its own tests.
-    return SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32")
+    # float32 on PyTorch: unit tests compare with exact references; bf16, int8 and OpenVINO have
+    # their own tests.
+    return SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32", backend="torch")
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,9 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
+from sbert.inference.precision import openvino_installed
+
+BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
 
 SENTENCES = [
     "a man plays the guitar",
@@ -95,14 +98,20 @@ def native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(precision, "_native_bf16", lambda device: True)
 
 
-def test_precision_is_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
+def test_precision_and_backend_are_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
     assert model.precision == "bfloat16"
+    assert model.backend == ("openvino" if openvino_installed() else "torch")
     model.requested_precision = "float32"
-    assert model.precision == "float32"
+    model.requested_backend = "torch"
+    assert (model.precision, model.backend) == ("float32", "torch")
 
 
-def test_bfloat16_stays_close_and_batch_independent(tiny_encoder: SentenceEncoder, native_bf16: None) -> None:
+@pytest.mark.parametrize("backend", BACKENDS_HERE)
+def test_bfloat16_stays_close_and_batch_independent(
+    tiny_encoder: SentenceEncoder, native_bf16: None, backend: str
+) -> None:
+    tiny_encoder.requested_backend = backend
     exact = tiny_encoder.encode(SENTENCES, precision="float32")
     fast = tiny_encoder.encode(SENTENCES, precision="bfloat16")
     cosines = (exact * fast).sum(1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(fast, axis=1)
@@ -113,16 +122,24 @@ def test_bfloat16_stays_close_and_batch_independent(tiny_encoder: SentenceEncode
     )
 
 
-def test_bfloat16_follows_weight_updates(tiny_encoder: SentenceEncoder, native_bf16: None) -> None:
-    before = tiny_encoder.encode(SENTENCES, precision="bfloat16")
+@pytest.mark.parametrize("backend", BACKENDS_HERE)
+@pytest.mark.parametrize("precision", ["bfloat16", "float32"])
+def test_fast_paths_follow_weight_updates(
+    tiny_encoder: SentenceEncoder, native_bf16: None, backend: str, precision: str
+) -> None:
+    tiny_encoder.requested_backend = backend
+    before = tiny_encoder.encode(SENTENCES, precision=precision)
     with torch.no_grad():
         tiny_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(2.0)
-    after = tiny_encoder.encode(SENTENCES, precision="bfloat16")
+    after = tiny_encoder.encode(SENTENCES, precision=precision)
+    tiny_encoder.requested_backend = "torch"
     np.testing.assert_allclose(after, tiny_encoder.encode(SENTENCES, precision="float32"), atol=0.05)
     assert np.abs(after - before).max() > 0.01
 
 
-def test_float32_equals_forward(tiny_encoder: SentenceEncoder) -> None:
+@pytest.mark.parametrize("backend", BACKENDS_HERE)
+def test_float32_equals_forward(tiny_encoder: SentenceEncoder, backend: str) -> None:
+    tiny_encoder.requested_backend = backend
     features = tiny_encoder.transformer.collate(tiny_encoder.tokenize(SENTENCES).ids)
     with torch.no_grad():
         expected = tiny_encoder(features)
@@ -132,7 +149,9 @@ def test_float32_equals_forward(tiny_encoder: SentenceEncoder) -> None:
 
 
 def test_unknown_precision(tiny_model_dir, tiny_encoder: SentenceEncoder) -> None:
-    with pytest.raises(ValueError, match="choose one of auto, float32, bfloat16"):
+    with pytest.raises(ValueError, match="choose one of auto, float32, bfloat16, int8"):
         tiny_encoder.encode(SENTENCES, precision="int4")
     with pytest.raises(ValueError, match="unknown precision 'half'"):
         SentenceEncoder.from_pretrained(tiny_model_dir, precision="half")
+    with pytest.raises(ValueError, match="unknown backend 'onnx'; choose one of auto, torch, openvino"):
+        SentenceEncoder.from_pretrained(tiny_model_dir, backend="onnx")

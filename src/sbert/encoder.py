@@ -19,7 +19,8 @@ from sbert.batching import length_sorted_batches
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference import FastBert, resolve_precision
 from sbert.inference.fast_bert import parameter_version, supports
-from sbert.inference.precision import check_precision
+from sbert.inference.openvino_engine import OpenVinoEngine
+from sbert.inference.precision import check_backend, check_precision, resolve_backend
 from sbert.model_io import load_modules, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
 from sbert.modules.normalize import Normalize
@@ -60,7 +61,10 @@ class SentenceEncoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.name = name or "unnamed"
         self.requested_precision = "auto"
+        self.requested_backend = "auto"
+        self.calibration_sentences: Sequence[str] | None = None  # int8; None: the bundled set
         self._fast: FastBert | None = None  # bf16 weights, rebuilt when the float32 weights change
+        self._openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like _fast
 
     @classmethod
     def from_pretrained(
@@ -70,6 +74,8 @@ class SentenceEncoder(nn.Module):
         max_seq_length: int | None = None,
         device: str | torch.device | None = None,
         precision: str = "auto",
+        backend: str = "auto",
+        calibration_sentences: Sequence[str] | None = None,
     ) -> SentenceEncoder:
         """Load a model by name or path.
 
@@ -81,18 +87,25 @@ class SentenceEncoder(nn.Module):
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
             precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it natively,
-                else float32), ``"float32"`` (exact) or ``"bfloat16"``. ``forward()`` (training) is
-                always float32.
+                else float32), ``"float32"`` (exact), ``"bfloat16"`` or ``"int8"`` (static
+                quantization; needs the openvino extra). ``forward()`` (training) is always float32.
+            backend: ``"auto"`` (OpenVINO on CPU when the ``openvino`` extra is installed, else
+                PyTorch), ``"torch"`` or ``"openvino"``.
+            calibration_sentences: int8 only: sentences that fix the activation ranges once
+                (default: a bundled set of 166 sentences of many genres). Use text like yours.
 
         Raises:
-            ValueError: an unknown ``precision`` (the message lists the choices).
+            ValueError: an unknown ``precision`` or ``backend`` (the message lists the choices).
         """
         check_precision(precision)
+        check_backend(backend)
         path = resolve_model_path(name_or_path)
         transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
         model = cls(transformer, pooler, layers, name=str(name_or_path or DEFAULT_MODEL))
         model.eval()
         model.requested_precision = precision
+        model.requested_backend = backend
+        model.calibration_sentences = calibration_sentences
         return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
     def save(self, path: str | Path) -> None:
@@ -117,8 +130,13 @@ class SentenceEncoder(nn.Module):
 
     @property
     def precision(self) -> str:
-        """The precision ``encode()`` runs at on this device: ``"float32"`` or ``"bfloat16"``."""
+        """The precision ``encode()`` runs at on this device: ``"float32"``, ``"bfloat16"`` or ``"int8"``."""
         return resolve_precision(self.requested_precision, self.device)
+
+    @property
+    def backend(self) -> str:
+        """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
+        return resolve_backend(self.requested_backend, self.device, self.precision)
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
@@ -168,6 +186,7 @@ class SentenceEncoder(nn.Module):
             ValueError: an unknown ``precision``.
         """
         run_precision = resolve_precision(precision or self.requested_precision, self.device)
+        backend = resolve_backend(self.requested_backend, self.device, run_precision)
         single = isinstance(sentences, str)
         texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
         check_texts(texts)
@@ -184,14 +203,24 @@ class SentenceEncoder(nn.Module):
             batches = length_sorted_batches(tokenized.lengths, batch_size)
             if show_progress_bar is None:
                 show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+            progress = tqdm(total=len(batches), desc="Encoding", unit="batch", disable=not show_progress_bar)
             was_training = self.training
             self.eval()
-            with torch.inference_mode():
-                forward = self._inference_forward(run_precision)
-                for batch in tqdm(batches, desc="Encoding", unit="batch", disable=not show_progress_bar):
-                    features = self.transformer.collate([tokenized.ids[i] for i in batch])
-                    features = {key: value.to(self.device) for key, value in features.items()}
-                    embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
+            if backend == "openvino":
+                pooled = self._openvino_engine(run_precision).embed(
+                    tokenized.ids, batches, on_batch=lambda: progress.update()
+                )
+                with torch.inference_mode():
+                    embeddings = self._after_pooling(pooled.to(self.device)).float().cpu()
+            else:
+                with torch.inference_mode():
+                    forward = self._inference_forward(run_precision)
+                    for batch in batches:
+                        features = self.transformer.collate([tokenized.ids[i] for i in batch])
+                        features = {key: value.to(self.device) for key, value in features.items()}
+                        embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
+                        progress.update()
+            progress.close()
             self.train(was_training)
         if normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
@@ -213,10 +242,26 @@ class SentenceEncoder(nn.Module):
             return self._fast_forward
         return self._autocast_forward
 
+    def _openvino_engine(self, precision: str) -> OpenVinoEngine:
+        """The compiled engine for ``precision``, converted again whenever the weights have changed."""
+        engine = self._openvino.get(precision)
+        calibration = self.calibration_sentences
+        if (
+            engine is None
+            or engine.version != parameter_version(self.transformer.model)
+            or engine.calibration is not calibration
+        ):
+            engine = OpenVinoEngine(self.transformer, self.pooling, precision, calibration)
+            self._openvino[precision] = engine
+        return engine
+
     def _fast_forward(self, features: dict[str, Tensor]) -> Tensor:
         assert self._fast is not None
         mask = features["attention_mask"]
-        embeddings = self.pooling(self._fast(features["input_ids"], mask), mask)  # (batch, hidden)
+        return self._after_pooling(self.pooling(self._fast(features["input_ids"], mask), mask))
+
+    def _after_pooling(self, embeddings: Tensor) -> Tensor:
+        """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors."""
         for layer in self.layers:
             embeddings = layer(embeddings)
         return embeddings

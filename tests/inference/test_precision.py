@@ -5,16 +5,45 @@ import pytest
 import torch
 
 from sbert.inference import precision as precision_module
-from sbert.inference.precision import PRECISIONS, check_precision, cpu_has_native_bf16, resolve_precision
+from sbert.inference.precision import (
+    PRECISIONS,
+    check_precision,
+    cpu_has_native_bf16,
+    cpu_has_native_int8,
+    resolve_backend,
+    resolve_precision,
+)
 
 CPU = torch.device("cpu")
 
 
+@pytest.fixture(autouse=True)
+def fresh_notices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees its own once-per-process fallback notices."""
+    monkeypatch.setattr(precision_module, "_warned", set())
+
+
 def test_unknown_precision_lists_the_choices() -> None:
-    with pytest.raises(ValueError, match="unknown precision 'fp8'; choose one of auto, float32, bfloat16"):
+    with pytest.raises(
+        ValueError, match="unknown precision 'fp8'; choose one of auto, float32, bfloat16, int8"
+    ):
         check_precision("fp8")
     assert check_precision("BFloat16") == "bfloat16"
-    assert PRECISIONS == ("auto", "float32", "bfloat16")
+    assert PRECISIONS == ("auto", "float32", "bfloat16", "int8")
+
+
+@pytest.mark.parametrize(
+    ("flags", "int8"),
+    [
+        ("flags\t: fpu sse avx512f avx512_vnni avx512_bf16", True),
+        ("flags\t: fpu sse avx2 avx_vnni", True),
+        ("flags\t: fpu sse avx2 avx512f", False),
+    ],
+)
+def test_native_int8_is_read_from_cpu_flags(tmp_path: Path, flags: str, int8: bool) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\n{flags}\n", encoding="utf-8")
+    assert cpu_has_native_int8(cpuinfo) is int8
 
 
 @pytest.mark.parametrize(
@@ -49,3 +78,45 @@ def test_bf16_without_hardware_falls_back_with_one_notice(
         assert resolve_precision("bfloat16", CPU) == "float32"
     notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1 and "float32 is used instead" in notices[0]
+
+
+@pytest.mark.parametrize(
+    ("vnni", "extra", "notice"),
+    [
+        (False, True, "needs int8 dot-product instructions"),
+        (True, False, 'needs the openvino extra (pip install "sbert[openvino]")'),
+    ],
+)
+def test_int8_without_hardware_or_extra_falls_back_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, vnni: bool, extra: bool, notice: str
+) -> None:
+    monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: vnni)
+    monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: extra)
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        assert resolve_precision("int8", CPU) == "float32"
+        assert resolve_precision("int8", CPU) == "float32"
+    notices = [r.getMessage() for r in caplog.records]
+    assert len(notices) == 1 and notice in notices[0] and "float32 is used instead" in notices[0]
+
+
+def test_int8_where_it_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: True)
+    monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: True)
+    assert resolve_precision("int8", CPU) == "int8"
+    assert resolve_precision("int8", torch.device("cuda")) == "float32"
+
+
+def test_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: True)
+    assert resolve_backend("auto", CPU, "bfloat16") == "openvino"
+    assert resolve_backend("torch", CPU, "bfloat16") == "torch"
+    assert resolve_backend("torch", CPU, "int8") == "openvino"  # int8 exists only there
+    assert resolve_backend("auto", torch.device("cuda"), "float32") == "torch"
+    with pytest.raises(ValueError, match="runs on the CPU, not on cuda"):
+        resolve_backend("openvino", torch.device("cuda"), "float32")
+    monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: False)
+    assert resolve_backend("auto", CPU, "float32") == "torch"
+    with pytest.raises(ImportError, match=r"pip install \"sbert\[openvino\]\""):
+        resolve_backend("openvino", CPU, "float32")
+    with pytest.raises(ValueError, match="unknown backend 'onnx'"):
+        resolve_backend("onnx", CPU, "float32")

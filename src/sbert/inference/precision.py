@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import platform
 from functools import cache
@@ -11,17 +12,29 @@ import torch
 
 logger = logging.getLogger("sbert")
 
-PRECISIONS = ("auto", "float32", "bfloat16")
+PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+BACKENDS = ("auto", "torch", "openvino")
 
-# CPU flags (Linux /proc/cpuinfo) that mean bf16 matrix products run in hardware, not emulated.
-_NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+# CPU flags (Linux /proc/cpuinfo) that mean bf16 / int8 matrix products run in hardware, not emulated.
+_NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+_NATIVE_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+INSTALL_OPENVINO = 'pip install "sbert[openvino]"'
 
 
 def check_precision(precision: str) -> str:
     """Return ``precision`` in lower case, or raise ``ValueError`` listing the choices."""
-    normalised = precision.lower() if isinstance(precision, str) else precision
-    if normalised not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    return _check_choice(precision, PRECISIONS, "precision")
+
+
+def check_backend(backend: str) -> str:
+    """Return ``backend`` in lower case, or raise ``ValueError`` listing the choices."""
+    return _check_choice(backend, BACKENDS, "backend")
+
+
+def _check_choice(value: str, choices: tuple[str, ...], what: str) -> str:
+    normalised = value.lower() if isinstance(value, str) else value
+    if normalised not in choices:
+        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
     return normalised
 
 
@@ -35,24 +48,44 @@ def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
         >>> isinstance(cpu_has_native_bf16(), bool)
         True
     """
+    flags = _cpu_flags(cpuinfo)
+    if flags is None:
+        return platform.system() == "Darwin" and platform.machine() == "arm64"  # Apple M2 and later
+    return bool(flags & set(_NATIVE_BF16_FLAGS))
+
+
+@cache
+def cpu_has_native_int8(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether this x86 CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX)."""
+    return bool((_cpu_flags(cpuinfo) or set()) & set(_NATIVE_INT8_FLAGS))
+
+
+def _cpu_flags(cpuinfo: str | Path) -> set[str] | None:
     try:
         text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return platform.system() == "Darwin" and platform.machine() == "arm64"  # Apple M2 and later
+        return None
     for line in text.splitlines():
         key, _, value = line.partition(":")
         if key.strip() in ("flags", "Features"):
-            flags = set(value.split())
-            return bool(flags & {*_NATIVE_BF16_FLAGS, "bf16"})
-    return False
+            return set(value.split())
+    return set()
+
+
+def openvino_installed(with_nncf: bool = False) -> bool:
+    """Whether the ``openvino`` extra is importable (and ``nncf``, which int8 calibration needs)."""
+    modules = ("openvino", "nncf") if with_nncf else ("openvino",)
+    return all(importlib.util.find_spec(module) is not None for module in modules)
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """The precision ``encode()`` will run: ``float32`` or ``bfloat16``.
+    """The precision ``encode()`` will run: ``float32``, ``bfloat16`` or ``int8``.
 
     ``auto`` picks bf16 where the hardware does it natively (CPUs with AVX512-BF16 or AMX, CUDA GPUs
-    with bf16 support) and float32 elsewhere. An explicit ``bfloat16`` where bf16 would only be
-    emulated falls back to float32 with a one-line warning: emulated bf16 is slower, not faster.
+    with bf16 support) and float32 elsewhere: int8 moves vectors too far for a default (see the
+    README). An explicit ``bfloat16`` where bf16 would only be emulated, or ``int8`` without a CPU
+    with VNNI/AMX or without the ``openvino`` extra, falls back to float32 with a one-line warning:
+    emulated low precision is slower, not faster.
 
     Example:
         >>> resolve_precision("float32", torch.device("cpu"))
@@ -61,17 +94,65 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     precision = check_precision(precision)
     if precision == "float32":
         return precision
+    if precision == "int8":
+        problem = _int8_problem(device)
+        if problem:
+            _warn_once(f"precision='int8' {problem}, so float32 is used instead")
+            return "float32"
+        return precision
     native = _native_bf16(device)
     if precision == "auto":
         return "bfloat16" if native else "float32"
     if not native:
-        logger.warning(
-            "precision='bfloat16' needs native bf16 (AVX512-BF16 or AMX on CPU); %s has none, "
-            "so float32 is used instead",
-            device,
+        _warn_once(
+            f"precision='bfloat16' needs native bf16 (AVX512-BF16 or AMX on CPU); {device} has none, "
+            "so float32 is used instead"
         )
         return "float32"
     return precision
+
+
+def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
+    """The engine that runs ``precision`` (already resolved): ``torch`` or ``openvino``.
+
+    ``auto`` is OpenVINO on CPU when the extra is installed (faster at every precision on the
+    measured CPU), else PyTorch. int8 always runs on OpenVINO.
+
+    Raises:
+        ImportError: ``backend="openvino"`` without the extra installed.
+        ValueError: ``backend="openvino"`` on a device other than the CPU.
+    """
+    backend = check_backend(backend)
+    if precision == "int8":
+        return "openvino"
+    if backend == "auto":
+        return "openvino" if device.type == "cpu" and openvino_installed() else "torch"
+    if backend == "openvino":
+        if not openvino_installed():
+            raise ImportError(f"backend='openvino' needs the openvino extra: {INSTALL_OPENVINO}")
+        if device.type != "cpu":
+            raise ValueError(f"backend='openvino' runs on the CPU, not on {device}")
+    return backend
+
+
+def _int8_problem(device: torch.device) -> str | None:
+    if device.type != "cpu":
+        return f"runs on the CPU, not on {device}"
+    if not cpu_has_native_int8():
+        return "needs int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX); this CPU has none"
+    if not openvino_installed(with_nncf=True):
+        return f"needs the openvino extra ({INSTALL_OPENVINO})"
+    return None
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """A fallback notice once per process, not once per ``encode()`` call."""
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
 
 
 def _native_bf16(device: torch.device) -> bool:

@@ -49,7 +49,7 @@ class Transformer(nn.Module):
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
         self.do_lower_case = do_lower_case
-        self._accepts_token_types = "token_type_ids" in tokenizer.model_input_names
+        self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
 
     @classmethod
     def load(
@@ -108,7 +108,7 @@ class Transformer(nn.Module):
             input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
             attention_mask[row, : len(ids)] = 1
         features = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if self._accepts_token_types:
+        if self.accepts_token_types:
             features["token_type_ids"] = torch.zeros_like(input_ids)
         return features
 

@@ -1,0 +1,205 @@
+"""OpenVINO engine: the encoder compiled for the CPU in float32, bf16 or calibrated int8.
+
+An optional extra (``pip install "sbert[openvino]"``: ``openvino`` and, for int8, ``nncf``; neither
+touches the installed torch). The PyTorch module is converted directly with
+``openvino.convert_model`` (no optimum, no ONNX file), pooling included, so one compiled graph maps
+token ids to sentence vectors.
+
+Why it pays on CPUs: OpenVINO packs each weight matrix once for the CPU's bf16 or VNNI int8
+instructions and fuses the small element-wise steps around them, and its throughput mode runs one
+batch per core instead of splitting every small matrix product across cores.
+
+int8 is static: activation ranges come from a calibration set once (with SmoothQuant moving
+activation outliers into the weights), so a sentence's vector never depends on its batch neighbours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import logging
+import warnings
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from sbert.batching import length_sorted_batches
+from sbert.inference.fast_bert import parameter_version
+from sbert.modules import Pooling, Transformer
+
+# SmoothQuant strength for the matrix products. NNCF's transformer default (0.95) moved so much range
+# into the weights that some sentences lost a quarter of their cosine to fp32 on all-MiniLM-L6-v2;
+# 0.8 keeps STSb Spearman within 0.1 of fp32 (benchmarks/encode_speed.py measures it).
+SMOOTH_QUANT_ALPHA = 0.8
+CALIBRATION_BATCH_SIZE = 32
+
+logger = logging.getLogger("sbert")
+
+_PRECISION_HINTS = {"float32": "f32", "bfloat16": "bf16", "int8": "f32"}  # int8: the rest stays fp32
+
+
+def default_calibration_sentences() -> list[str]:
+    """The bundled calibration set: 166 sentences of many genres (none from an STS test set).
+
+    Captions, news, questions, short answers, reviews, fiction, technical and legal text, numbers,
+    chat, and a few non-English lines, so that activation ranges cover what users embed.
+    """
+    text = resources.files("sbert.resources").joinpath("calibration_sentences.txt").read_text("utf-8")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+class _PooledTransformer(nn.Module):
+    """Token ids → pooled sentence vectors, the graph OpenVINO compiles."""
+
+    def __init__(self, transformer: Transformer, pooling: Pooling) -> None:
+        super().__init__()
+        self.transformer = transformer
+        self.pooling = pooling
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        features = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self.transformer.accepts_token_types:
+            features["token_type_ids"] = torch.zeros_like(input_ids)
+        token_embeddings = self.transformer(features)  # (batch, seq, hidden)
+        return self.pooling(token_embeddings, attention_mask)  # (batch, hidden)
+
+
+class OpenVinoEngine:
+    """Pooled sentence vectors from an OpenVINO-compiled copy of the transformer and pooling.
+
+    Args:
+        transformer: The encoder's transformer (converted as it is now; see :attr:`version`).
+        pooling: The encoder's pooling.
+        precision: ``"float32"``, ``"bfloat16"`` or ``"int8"``.
+        calibration: int8 only: sentences whose activations fix the quantization ranges
+            (default: :func:`default_calibration_sentences`).
+        threads: CPU threads (default: ``torch.get_num_threads()``).
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> encoder = SentenceEncoder.from_pretrained()
+        >>> engine = OpenVinoEngine(encoder.transformer, encoder.pooling, "bfloat16")
+        >>> tokenized = encoder.tokenize(["A man plays a guitar.", "A dog runs."])
+        >>> engine.embed(tokenized.ids, length_sorted_batches(tokenized.lengths, 32)).shape
+        torch.Size([2, 384])
+    """
+
+    def __init__(
+        self,
+        transformer: Transformer,
+        pooling: Pooling,
+        precision: str,
+        calibration: Sequence[str] | None = None,
+        threads: int | None = None,
+    ) -> None:
+        import openvino as ov
+
+        if precision not in _PRECISION_HINTS:
+            raise ValueError(f"OpenVinoEngine runs {', '.join(_PRECISION_HINTS)}, not {precision!r}")
+        self.precision = precision
+        self.calibration = calibration
+        self.transformer = transformer
+        self.pad_id = transformer.tokenizer.pad_token_id or 0
+        self.dim = pooling.dim
+        model = self._convert(_PooledTransformer(transformer, pooling))
+        self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
+        if precision == "int8":
+            model = self._quantize(
+                model, default_calibration_sentences() if calibration is None else calibration
+            )
+        config = {
+            "INFERENCE_NUM_THREADS": threads or torch.get_num_threads(),
+            "PERFORMANCE_HINT": "THROUGHPUT",
+            "INFERENCE_PRECISION_HINT": _PRECISION_HINTS[precision],
+        }
+        self.compiled = ov.Core().compile_model(model, "CPU", config)
+        jobs = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
+        self.requests = [self.compiled.create_infer_request() for _ in range(jobs)]
+
+    def _convert(self, module: _PooledTransformer) -> Any:
+        import openvino as ov
+
+        example = self._feeds(self.transformer.tokenize(["An example sentence.", "Another."]).ids)
+        was_training = self.transformer.training  # the wrapper is new; the transformer's mode counts
+        module.eval()
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer warnings about Python control flow in HF code
+            model = ov.convert_model(
+                module,
+                example_input={name: torch.from_numpy(value) for name, value in example.items()},
+                input=[(name, [-1, -1], ov.Type.i64) for name in example],
+            )
+        module.train(was_training)
+        return model
+
+    def _quantize(self, model: Any, sentences: Sequence[str]) -> Any:
+        import nncf
+        from nncf.quantization.advanced_parameters import (
+            AdvancedQuantizationParameters,
+            AdvancedSmoothQuantParameters,
+        )
+
+        if not sentences:
+            raise ValueError("int8 calibration needs at least one sentence")
+        tokenized = self.transformer.tokenize(list(sentences))
+        batches = length_sorted_batches(tokenized.lengths, CALIBRATION_BATCH_SIZE)
+        feeds = [self._feeds([tokenized.ids[i] for i in batch]) for batch in batches]
+        nncf.set_log_level(logging.ERROR)
+        logger.info("calibrating int8 on %d sentences", len(sentences))
+        # NNCF draws its own progress bars for a few seconds' work; errors still raise.
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return nncf.quantize(
+                model,
+                nncf.Dataset(feeds),
+                model_type=nncf.ModelType.TRANSFORMER,
+                subset_size=len(feeds),
+                advanced_parameters=AdvancedQuantizationParameters(
+                    smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=SMOOTH_QUANT_ALPHA)
+                ),
+            )
+
+    def _feeds(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
+        """``input_ids`` and ``attention_mask`` (batch, longest), padded in numpy.
+
+        The same padding as ``Transformer.collate`` without its per-row tensor copies: this runs on
+        the Python thread while both cores compute, so every millisecond here slows a stream.
+        """
+        lengths = np.fromiter(map(len, batch_ids), dtype=np.int64, count=len(batch_ids))
+        mask = np.arange(lengths.max()) < lengths[:, None]  # (batch, longest)
+        input_ids = np.full(mask.shape, self.pad_id, dtype=np.int64)
+        input_ids[mask] = np.fromiter(itertools.chain.from_iterable(batch_ids), np.int64, int(lengths.sum()))
+        return {"input_ids": input_ids, "attention_mask": mask.astype(np.int64)}
+
+    def embed(
+        self,
+        ids: Sequence[Sequence[int]],
+        batches: Sequence[np.ndarray],
+        on_batch: Callable[[], object] = lambda: None,
+    ) -> Tensor:
+        """Pooled vectors (n, hidden), float32, in the order of ``ids``.
+
+        Batches run concurrently, one per inference stream, handed out in turn; ``on_batch`` is
+        called as each is queued. No Python callback runs on OpenVINO's threads: with
+        ``AsyncInferQueue`` callbacks, releasing the queue could deadlock on the GIL.
+        """
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        rows: list[np.ndarray | None] = [None] * len(self.requests)  # what each request is computing
+        for number, batch in enumerate(batches):
+            slot = number % len(self.requests)
+            self._collect(slot, rows[slot], out)
+            self.requests[slot].start_async(self._feeds([ids[i] for i in batch]))
+            rows[slot] = batch
+            on_batch()
+        for slot, batch_rows in enumerate(rows):
+            self._collect(slot, batch_rows, out)
+        return torch.from_numpy(out)
+
+    def _collect(self, slot: int, rows: np.ndarray | None, out: np.ndarray) -> None:
+        if rows is not None:
+            self.requests[slot].wait()
+            out[rows] = self.requests[slot].get_output_tensor(0).data
