@@ -86,8 +86,31 @@ def test_no_command_prints_help(capsys) -> None:
     assert main([]) == 2
 
 
-def test_info_shows_precision(tiny_model_dir: Path, capsys) -> None:
-    assert main(["info", str(tiny_model_dir), "--precision", "float32"]) == 0
-    assert "precision:      float32 (asked: float32)" in capsys.readouterr().out
+def test_info_shows_precision_and_backend(tiny_model_dir: Path, capsys) -> None:
+    assert main(["info", str(tiny_model_dir), "--precision", "float32", "--backend", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert "precision:      float32 (asked: float32)" in out
+    assert "backend:        torch (asked: torch)" in out
     with pytest.raises(SystemExit):
         main(["info", str(tiny_model_dir), "--precision", "int3"])
+
+
+def test_int8_calibration_file_reaches_the_model(tiny_model_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("nncf")
+    calibration = ["a man plays the guitar", "the dog runs in the park", "rain and sun"]
+    (tmp_path / "calibration.txt").write_text("\n".join(calibration), encoding="utf-8")
+    (tmp_path / "input.txt").write_text("a cat eats food\nthe child is happy\n", encoding="utf-8")
+    arguments = [
+        "encode",
+        str(tmp_path / "input.txt"),
+        "-o",
+        str(tmp_path / "out.npy"),
+        "-m",
+        str(tiny_model_dir),
+    ]
+    assert main([*arguments, "--precision", "int8", "--calibration", str(tmp_path / "calibration.txt")]) == 0
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="int8", calibration_sentences=calibration
+    )
+    expected = model.encode(["a cat eats food", "the child is happy"])
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)

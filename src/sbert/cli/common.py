@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from sbert.data.texts import read_texts
 from sbert.encoder import SentenceEncoder
 from sbert.hub import DEFAULT_MODEL
 from sbert.inference import PRECISIONS
+from sbert.inference.precision import BACKENDS
 from sbert.modules.pooling import POOLING_MODES
 
 
@@ -23,7 +25,19 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--precision",
         choices=PRECISIONS,
         default="auto",
-        help="inference precision (default auto: bf16 where the CPU has native bf16, else float32)",
+        help="inference precision (default auto: bf16 where the CPU has native bf16, else float32; "
+        "int8 needs the openvino extra)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="inference engine (default auto: OpenVINO on CPU when the openvino extra is installed)",
+    )
+    parser.add_argument(
+        "--calibration",
+        default=None,
+        help="int8: text file of calibration sentences, one per line (default: the bundled set)",
     )
 
 
@@ -34,6 +48,12 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def load_model(args: argparse.Namespace) -> SentenceEncoder:
+    calibration = getattr(args, "calibration", None)
     return SentenceEncoder.from_pretrained(
-        args.model, pooling=args.pooling, device=args.device, precision=getattr(args, "precision", "auto")
+        args.model,
+        pooling=args.pooling,
+        device=args.device,
+        precision=getattr(args, "precision", "auto"),
+        backend=getattr(args, "backend", "auto"),
+        calibration_sentences=read_texts(calibration) if calibration else None,
     )

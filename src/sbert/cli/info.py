@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         "max_seq_length": str(model.max_seq_length),
         "device": str(model.device),
         "precision": f"{model.precision} (asked: {model.requested_precision})",
+        "backend": f"{model.backend} (asked: {model.requested_backend})",
     }
     for key, value in lines.items():
         print(f"{key + ':':<16}{value}")

@@ -16,11 +16,13 @@ activation outliers into the weights), so a sentence's vector never depends on i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import itertools
 import logging
+import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -41,6 +43,30 @@ CALIBRATION_BATCH_SIZE = 32
 logger = logging.getLogger("sbert")
 
 _PRECISION_HINTS = {"float32": "f32", "bfloat16": "bf16", "int8": "f32"}  # int8: the rest stays fp32
+
+
+class _SignalStack(ctypes.Structure):  # Linux stack_t
+    _fields_ = [("sp", ctypes.c_void_p), ("flags", ctypes.c_int), ("size", ctypes.c_size_t)]
+
+
+@contextlib.contextmanager
+def _keep_signal_stack() -> Iterator[None]:
+    """Restore the calling thread's alternate signal stack after OpenVINO work.
+
+    OpenVINO leaves the main thread's alternate signal stack pointing at memory it has unmapped.
+    Python installs its handlers with SA_ONSTACK, so the next handled signal (a Ctrl-C during
+    training) crashed the process with a segmentation fault (seen in the trainer's Ctrl-C test).
+    """
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    saved = _SignalStack()
+    libc.sigaltstack(None, ctypes.byref(saved))
+    try:
+        yield
+    finally:
+        libc.sigaltstack(ctypes.byref(saved), None)
 
 
 def default_calibration_sentences() -> list[str]:
@@ -106,20 +132,21 @@ class OpenVinoEngine:
         self.transformer = transformer
         self.pad_id = transformer.tokenizer.pad_token_id or 0
         self.dim = pooling.dim
-        model = self._convert(_PooledTransformer(transformer, pooling))
-        self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
-        if precision == "int8":
-            model = self._quantize(
-                model, default_calibration_sentences() if calibration is None else calibration
-            )
-        config = {
-            "INFERENCE_NUM_THREADS": threads or torch.get_num_threads(),
-            "PERFORMANCE_HINT": "THROUGHPUT",
-            "INFERENCE_PRECISION_HINT": _PRECISION_HINTS[precision],
-        }
-        self.compiled = ov.Core().compile_model(model, "CPU", config)
-        jobs = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
-        self.requests = [self.compiled.create_infer_request() for _ in range(jobs)]
+        with _keep_signal_stack():
+            model = self._convert(_PooledTransformer(transformer, pooling))
+            self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
+            if precision == "int8":
+                model = self._quantize(
+                    model, default_calibration_sentences() if calibration is None else calibration
+                )
+            config = {
+                "INFERENCE_NUM_THREADS": threads or torch.get_num_threads(),
+                "PERFORMANCE_HINT": "THROUGHPUT",
+                "INFERENCE_PRECISION_HINT": _PRECISION_HINTS[precision],
+            }
+            self.compiled = ov.Core().compile_model(model, "CPU", config)
+            jobs = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
+            self.requests = [self.compiled.create_infer_request() for _ in range(jobs)]
 
     def _convert(self, module: _PooledTransformer) -> Any:
         import openvino as ov
@@ -189,14 +216,15 @@ class OpenVinoEngine:
         """
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         rows: list[np.ndarray | None] = [None] * len(self.requests)  # what each request is computing
-        for number, batch in enumerate(batches):
-            slot = number % len(self.requests)
-            self._collect(slot, rows[slot], out)
-            self.requests[slot].start_async(self._feeds([ids[i] for i in batch]))
-            rows[slot] = batch
-            on_batch()
-        for slot, batch_rows in enumerate(rows):
-            self._collect(slot, batch_rows, out)
+        with _keep_signal_stack():
+            for number, batch in enumerate(batches):
+                slot = number % len(self.requests)
+                self._collect(slot, rows[slot], out)
+                self.requests[slot].start_async(self._feeds([ids[i] for i in batch]))
+                rows[slot] = batch
+                on_batch()
+            for slot, batch_rows in enumerate(rows):
+                self._collect(slot, batch_rows, out)
         return torch.from_numpy(out)
 
     def _collect(self, slot: int, rows: np.ndarray | None, out: np.ndarray) -> None:

@@ -237,7 +237,17 @@ class Trainer:
 
     def _evaluate(self) -> None:
         assert self.evaluator is not None and self.metric is not None
-        scores = self.evaluator(self.objective.model)
+        model: Any = self.objective.model
+        # The weights change between evaluations, so a compiled OpenVINO engine would be rebuilt
+        # each time (seconds) to save less than that: evaluate on PyTorch unless asked otherwise.
+        asked = getattr(model, "requested_backend", None)
+        if asked == "auto":
+            model.requested_backend = "torch"
+        try:
+            scores = self.evaluator(model)
+        finally:
+            if asked == "auto":
+                model.requested_backend = asked
         if self.metric not in scores:
             raise KeyError(f"the evaluator returned no {self.metric!r} (keys: {', '.join(scores)})")
         score = float(scores[self.metric])
