@@ -50,7 +50,9 @@ def main() -> None:
     sentences = [s for pair in pairs for s in pair]
     torch.manual_seed(0)
     cross = CrossEncoder.from_pretrained(num_labels=1, device="cpu")
-    bi = SentenceEncoder.from_pretrained(device="cpu", precision="float32")
+    bi = SentenceEncoder.from_pretrained(
+        device="cpu", precision="float32", backend="torch"
+    )  # PyTorch engine; encode_speed.py compares engines
     mining_sentences = distinct_snli_sentences(args.sentences, args.data_dir)
     n = len(mining_sentences)
     all_pairs = n * (n - 1) // 2

@@ -35,7 +35,9 @@ def main() -> None:
 
     pairs = read_stsb("test", args.data_dir)
     sentences = [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]
-    ours = SentenceEncoder.from_pretrained(device="cpu", precision="float32")
+    ours = SentenceEncoder.from_pretrained(
+        device="cpu", precision="float32", backend="torch"
+    )  # PyTorch engine; encode_speed.py compares engines
     theirs = SentenceTransformer(str(bundled_model_path()), device="cpu")
     runners = {
         "sbert": lambda: ours.encode(sentences, batch_size=args.batch_size, show_progress_bar=False),

@@ -30,7 +30,9 @@ from sbert.evaluation import SimilarityEvaluator
 
 
 def load_model(precision: str) -> SentenceEncoder:
-    return SentenceEncoder.from_pretrained(device="cpu", precision=precision)
+    return SentenceEncoder.from_pretrained(
+        device="cpu", precision=precision, backend="torch"
+    )  # PyTorch engine; encode_speed.py compares engines
 
 
 def main() -> None:
