@@ -155,3 +155,25 @@ def test_unknown_precision(tiny_model_dir, tiny_encoder: SentenceEncoder) -> Non
         SentenceEncoder.from_pretrained(tiny_model_dir, precision="half")
     with pytest.raises(ValueError, match="unknown backend 'onnx'; choose one of auto, torch, openvino"):
         SentenceEncoder.from_pretrained(tiny_model_dir, backend="onnx")
+
+
+def test_a_model_openvino_cannot_convert_runs_on_pytorch(
+    tiny_model_dir, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("openvino")
+    from sbert import encoder as encoder_module
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("unsupported operation aten::exotic")
+
+    monkeypatch.setattr(encoder_module, "OpenVinoEngine", refuse)
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32")
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        vectors = model.encode(SENTENCES)
+    assert "OpenVINO could not compile" in caplog.text and "aten::exotic" in caplog.text
+    assert model.backend == "torch"
+    model.requested_backend = "torch"
+    np.testing.assert_allclose(vectors, model.encode(SENTENCES), atol=1e-6)
+    model.requested_backend = "openvino"  # asked for explicitly: the error is the caller's to see
+    with pytest.raises(RuntimeError, match="aten::exotic"):
+        model.encode(SENTENCES)

@@ -187,6 +187,9 @@ class SentenceEncoder(nn.Module):
         """
         run_precision = resolve_precision(precision or self.requested_precision, self.device)
         backend = resolve_backend(self.requested_backend, self.device, run_precision)
+        engine = self._openvino_engine(run_precision) if backend == "openvino" else None
+        if backend == "openvino" and engine is None:  # conversion failed: PyTorch, exact precision
+            run_precision = "float32" if run_precision == "int8" else run_precision
         single = isinstance(sentences, str)
         texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
         check_texts(texts)
@@ -206,22 +209,22 @@ class SentenceEncoder(nn.Module):
             progress = tqdm(total=len(batches), desc="Encoding", unit="batch", disable=not show_progress_bar)
             was_training = self.training
             self.eval()
-            if backend == "openvino":
-                pooled = self._openvino_engine(run_precision).embed(
-                    tokenized.ids, batches, on_batch=lambda: progress.update()
-                )
-                with torch.inference_mode():
-                    embeddings = self._after_pooling(pooled.to(self.device)).float().cpu()
-            else:
-                with torch.inference_mode():
-                    forward = self._inference_forward(run_precision)
-                    for batch in batches:
-                        features = self.transformer.collate([tokenized.ids[i] for i in batch])
-                        features = {key: value.to(self.device) for key, value in features.items()}
-                        embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
-                        progress.update()
-            progress.close()
-            self.train(was_training)
+            try:
+                if engine is not None:
+                    pooled = engine.embed(tokenized.ids, batches, on_batch=lambda: progress.update())
+                    with torch.inference_mode():
+                        embeddings = self._after_pooling(pooled.to(self.device)).float().cpu()
+                else:
+                    with torch.inference_mode():
+                        forward = self._inference_forward(run_precision)
+                        for batch in batches:
+                            features = self.transformer.collate([tokenized.ids[i] for i in batch])
+                            features = {key: value.to(self.device) for key, value in features.items()}
+                            embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
+                            progress.update()
+            finally:
+                progress.close()
+                self.train(was_training)
         if normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result = embeddings[0] if single else embeddings
@@ -242,8 +245,12 @@ class SentenceEncoder(nn.Module):
             return self._fast_forward
         return self._autocast_forward
 
-    def _openvino_engine(self, precision: str) -> OpenVinoEngine:
-        """The compiled engine for ``precision``, converted again whenever the weights have changed."""
+    def _openvino_engine(self, precision: str) -> OpenVinoEngine | None:
+        """The compiled engine for ``precision``, converted again whenever the weights have changed.
+
+        ``None`` (with a one-line warning) when OpenVINO cannot convert this model and the backend
+        was ``auto``: encode() then runs on PyTorch. Asked for explicitly, the error is raised.
+        """
         engine = self._openvino.get(precision)
         calibration = self.calibration_sentences
         if (
@@ -251,7 +258,18 @@ class SentenceEncoder(nn.Module):
             or engine.version != parameter_version(self.transformer.model)
             or engine.calibration is not calibration
         ):
-            engine = OpenVinoEngine(self.transformer, self.pooling, precision, calibration)
+            try:
+                engine = OpenVinoEngine(self.transformer, self.pooling, precision, calibration)
+            except ValueError:  # bad input (an empty calibration set): the caller's to fix
+                raise
+            except Exception as error:  # an architecture OpenVINO cannot convert
+                if self.requested_backend == "openvino":
+                    raise
+                logger.warning(
+                    "OpenVINO could not compile %s (%s); PyTorch runs it instead", self.name, error
+                )
+                self.requested_backend = "torch"
+                return None
             self._openvino[precision] = engine
         return engine
 
