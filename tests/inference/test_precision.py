@@ -33,33 +33,24 @@ def test_unknown_precision_lists_the_choices() -> None:
 
 
 @pytest.mark.parametrize(
-    ("flags", "int8"),
+    ("flags", "bf16", "int8"),
     [
-        ("flags\t: fpu sse avx512f avx512_vnni avx512_bf16", True),
-        ("flags\t: fpu sse avx2 avx_vnni", True),
-        ("flags\t: fpu sse avx2 avx512f", False),
+        ("flags\t: fpu sse avx512f avx512_vnni avx512_bf16", True, True),
+        ("flags\t: fpu sse avx512f amx_bf16 amx_tile", True, False),
+        ("Features\t: fp asimd bf16 i8mm", True, False),
+        ("flags\t: fpu sse avx2 avx512f avx512_vnni", False, True),
+        ("flags\t: fpu sse avx2 avx_vnni", False, True),
+        ("flags\t: fpu sse avx2 avx512f", False, False),
+        ("processor\t: 0", False, False),
     ],
 )
-def test_native_int8_is_read_from_cpu_flags(tmp_path: Path, flags: str, int8: bool) -> None:
+def test_native_bf16_and_int8_are_read_from_cpu_flags(
+    tmp_path: Path, flags: str, bf16: bool, int8: bool
+) -> None:
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\n{flags}\n", encoding="utf-8")
+    assert cpu_has_native_bf16(cpuinfo) is bf16
     assert cpu_has_native_int8(cpuinfo) is int8
-
-
-@pytest.mark.parametrize(
-    ("flags", "native"),
-    [
-        ("flags\t: fpu sse avx512f avx512_vnni avx512_bf16", True),
-        ("flags\t: fpu sse avx512f amx_bf16 amx_tile", True),
-        ("Features\t: fp asimd bf16 i8mm", True),
-        ("flags\t: fpu sse avx2 avx512f avx512_vnni", False),
-        ("processor\t: 0", False),
-    ],
-)
-def test_native_bf16_is_read_from_cpu_flags(tmp_path: Path, flags: str, native: bool) -> None:
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(f"processor\t: 0\n{flags}\n", encoding="utf-8")
-    assert cpu_has_native_bf16(cpuinfo) is native
 
 
 def test_auto_follows_the_hardware(monkeypatch: pytest.MonkeyPatch) -> None:

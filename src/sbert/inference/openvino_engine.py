@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import io
-import itertools
 import logging
 import sys
 import warnings
@@ -127,10 +126,8 @@ class OpenVinoEngine:
 
         if precision not in _PRECISION_HINTS:
             raise ValueError(f"OpenVinoEngine runs {', '.join(_PRECISION_HINTS)}, not {precision!r}")
-        self.precision = precision
         self.calibration = calibration
         self.transformer = transformer
-        self.pad_id = transformer.tokenizer.pad_token_id or 0
         self.dim = pooling.dim
         with _keep_signal_stack():
             model = self._convert(_PooledTransformer(transformer, pooling))
@@ -191,16 +188,9 @@ class OpenVinoEngine:
             )
 
     def _feeds(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
-        """``input_ids`` and ``attention_mask`` (batch, longest), padded in numpy.
-
-        The same padding as ``Transformer.collate`` without its per-row tensor copies: this runs on
-        the Python thread while both cores compute, so every millisecond here slows a stream.
-        """
-        lengths = np.fromiter(map(len, batch_ids), dtype=np.int64, count=len(batch_ids))
-        mask = np.arange(lengths.max()) < lengths[:, None]  # (batch, longest)
-        input_ids = np.full(mask.shape, self.pad_id, dtype=np.int64)
-        input_ids[mask] = np.fromiter(itertools.chain.from_iterable(batch_ids), np.int64, int(lengths.sum()))
-        return {"input_ids": input_ids, "attention_mask": mask.astype(np.int64)}
+        """The padded ``input_ids`` and ``attention_mask`` (batch, longest) the graph takes."""
+        features = self.transformer.collate(batch_ids)
+        return {name: features[name].numpy() for name in ("input_ids", "attention_mask")}
 
     def embed(
         self,
