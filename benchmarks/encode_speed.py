@@ -95,25 +95,32 @@ def build_contenders(batch_size: int) -> dict[str, Encode]:
 
         return encode
 
-    def sbert(precision: str, backend: str) -> Encode:
-        model = SentenceEncoder.from_pretrained(device="cpu", precision=precision, backend=backend)
-
-        def encode(sentences: list[str]) -> np.ndarray:
-            return np.asarray(model.encode(sentences, batch_size=batch_size, show_progress_bar=False))
-
-        return encode
-
     contenders = {
         "sentence-transformers fp32": st(autocast=False),
         "sentence-transformers + bf16 autocast": st(autocast=True),
     }
-    bf16 = SentenceEncoder.from_pretrained(device="cpu").precision  # what auto runs on this CPU
-    for backend in ("torch", "openvino") if openvino_installed() else ("torch",):
-        contenders[f"sbert float32 ({backend})"] = sbert("float32", backend)
-        contenders[f"sbert auto: {bf16} ({backend})"] = sbert("auto", backend)
-    if openvino_installed(with_nncf=True):
-        contenders["sbert int8 (openvino)"] = sbert("int8", "openvino")
+    asked = [("float32", "torch"), ("auto", "torch")]
+    if openvino_installed():
+        asked += [
+            ("float32", "openvino"),
+            ("bfloat16", "openvino"),
+            ("auto", "openvino"),
+            ("int8", "openvino"),
+        ]
+    for precision, backend in asked:
+        model = SentenceEncoder.from_pretrained(device="cpu", precision=precision, backend=backend)
+        label = f"sbert {'auto: ' if precision == 'auto' else ''}{model.precision} ({model.backend})"
+        # A request that falls back to one already listed (bf16 without native bf16, ...) is not repeated.
+        if not any(name.endswith(f" {model.precision} ({model.backend})") for name in contenders):
+            contenders[label] = _sbert_encode(model, batch_size)
     return contenders
+
+
+def _sbert_encode(model: SentenceEncoder, batch_size: int) -> Encode:
+    def encode(sentences: list[str]) -> np.ndarray:
+        return np.asarray(model.encode(sentences, batch_size=batch_size, show_progress_bar=False))
+
+    return encode
 
 
 def measure(contenders: dict[str, Encode], sentences: list[str], repeats: int) -> dict[str, dict[str, float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import string
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,15 @@ WORDS = [
     "good",
     "bad",
 ]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def graph_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Calibrated graphs go to a folder of this test session, never to the user's cache."""
+    path = tmp_path_factory.mktemp("graph-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SBERT_CACHE_DIR", str(path))
+        yield path
 
 
 @pytest.fixture(scope="session")

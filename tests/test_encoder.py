@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.inference.precision import openvino_installed
+from sbert.inference.precision import cpu_has_native_int8, openvino_installed
 
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
+INT8_HERE = cpu_has_native_int8() and openvino_installed(with_nncf=True)
 
 SENTENCES = [
     "a man plays the guitar",
@@ -100,8 +101,10 @@ def native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_precision_and_backend_are_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
-    assert model.precision == "bfloat16"
+    assert model.precision == ("mixed" if INT8_HERE else "bfloat16")
     assert model.backend == ("openvino" if openvino_installed() else "torch")
+    model.requested_backend = "torch"
+    assert model.precision == "bfloat16"
     model.requested_precision = "float32"
     model.requested_backend = "torch"
     assert (model.precision, model.backend) == ("float32", "torch")
@@ -149,7 +152,7 @@ def test_float32_equals_forward(tiny_encoder: SentenceEncoder, backend: str) -> 
 
 
 def test_unknown_precision(tiny_model_dir, tiny_encoder: SentenceEncoder) -> None:
-    with pytest.raises(ValueError, match="choose one of auto, float32, bfloat16, int8"):
+    with pytest.raises(ValueError, match="choose one of auto, float32, bfloat16, mixed, int8"):
         tiny_encoder.encode(SENTENCES, precision="int4")
     with pytest.raises(ValueError, match="unknown precision 'half'"):
         SentenceEncoder.from_pretrained(tiny_model_dir, precision="half")
@@ -157,23 +160,29 @@ def test_unknown_precision(tiny_model_dir, tiny_encoder: SentenceEncoder) -> Non
         SentenceEncoder.from_pretrained(tiny_model_dir, backend="onnx")
 
 
+@pytest.mark.parametrize(("precision", "on_pytorch"), [("float32", "float32"), ("mixed", "bfloat16")])
 def test_a_model_openvino_cannot_convert_runs_on_pytorch(
-    tiny_model_dir, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tiny_model_dir,
+    native_bf16: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    precision: str,
+    on_pytorch: str,
 ) -> None:
-    pytest.importorskip("openvino")
+    if not (INT8_HERE if precision == "mixed" else openvino_installed()):
+        pytest.skip(f"{precision} does not run on OpenVINO here")
     from sbert import encoder as encoder_module
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise RuntimeError("unsupported operation aten::exotic")
 
     monkeypatch.setattr(encoder_module, "OpenVinoEngine", refuse)
-    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32")
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision=precision)
     with caplog.at_level(logging.WARNING, logger="sbert"):
         vectors = model.encode(SENTENCES)
     assert "OpenVINO could not compile" in caplog.text and "aten::exotic" in caplog.text
-    assert model.backend == "torch"
-    model.requested_backend = "torch"
-    np.testing.assert_allclose(vectors, model.encode(SENTENCES), atol=1e-6)
+    assert (model.precision, model.backend) == (on_pytorch, "torch")
+    np.testing.assert_allclose(vectors, model.encode(SENTENCES, precision=on_pytorch), atol=1e-6)
     model.requested_backend = "openvino"  # asked for explicitly: the error is the caller's to see
     with pytest.raises(RuntimeError, match="aten::exotic"):
         model.encode(SENTENCES)

@@ -20,7 +20,7 @@ from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference import FastBert, resolve_precision
 from sbert.inference.fast_bert import parameter_version, supports
 from sbert.inference.openvino_engine import OpenVinoEngine
-from sbert.inference.precision import check_backend, check_precision, resolve_backend
+from sbert.inference.precision import check_backend, check_precision, resolve_backend, torch_precision
 from sbert.model_io import load_modules, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
 from sbert.modules.normalize import Normalize
@@ -62,7 +62,7 @@ class SentenceEncoder(nn.Module):
         self.name = name or "unnamed"
         self.requested_precision = "auto"
         self.requested_backend = "auto"
-        self.calibration_sentences: Sequence[str] | None = None  # int8; None: the bundled set
+        self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
         self._fast: FastBert | None = None  # bf16 weights, rebuilt when the float32 weights change
         self._openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like _fast
 
@@ -86,12 +86,16 @@ class SentenceEncoder(nn.Module):
                 models default to ``"mean"``.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
-            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it natively,
-                else float32), ``"float32"`` (exact), ``"bfloat16"`` or ``"int8"`` (static
-                quantization; needs the openvino extra). ``forward()`` (training) is always float32.
+            precision: How ``encode()`` computes: ``"auto"`` (the fastest choice that keeps every
+                vector within cosine distance 0.005 of float32: ``"mixed"`` on CPUs with native bf16
+                and int8 when the openvino extra is installed, else bf16 where the hardware has it
+                natively, else float32), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
+                the query, key and feed-forward input projections, bf16 elsewhere) or ``"int8"``
+                (every projection; the last two are static quantization and need the openvino
+                extra). ``forward()`` (training) is always float32.
             backend: ``"auto"`` (OpenVINO on CPU when the ``openvino`` extra is installed, else
                 PyTorch), ``"torch"`` or ``"openvino"``.
-            calibration_sentences: int8 only: sentences that fix the activation ranges once
+            calibration_sentences: mixed and int8: sentences that fix the activation ranges once
                 (default: a bundled set of 166 sentences of many genres). Use text like yours.
 
         Raises:
@@ -130,8 +134,8 @@ class SentenceEncoder(nn.Module):
 
     @property
     def precision(self) -> str:
-        """The precision ``encode()`` runs at on this device: ``"float32"``, ``"bfloat16"`` or ``"int8"``."""
-        return resolve_precision(self.requested_precision, self.device)
+        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``."""
+        return resolve_precision(self.requested_precision, self.device, self.requested_backend)
 
     @property
     def backend(self) -> str:
@@ -185,11 +189,13 @@ class SentenceEncoder(nn.Module):
             TypeError: an item is not a string (the message names its index and type).
             ValueError: an unknown ``precision``.
         """
-        run_precision = resolve_precision(precision or self.requested_precision, self.device)
+        run_precision = resolve_precision(
+            precision or self.requested_precision, self.device, self.requested_backend
+        )
         backend = resolve_backend(self.requested_backend, self.device, run_precision)
         engine = self._openvino_engine(run_precision) if backend == "openvino" else None
-        if backend == "openvino" and engine is None:  # conversion failed: PyTorch, exact precision
-            run_precision = "float32" if run_precision == "int8" else run_precision
+        if backend == "openvino" and engine is None:  # conversion failed: what PyTorch can run
+            run_precision = torch_precision(run_precision, self.device)
         single = isinstance(sentences, str)
         texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
         check_texts(texts)

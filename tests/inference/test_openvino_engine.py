@@ -1,5 +1,8 @@
-"""The OpenVINO engine on a tiny random BERT: equal to PyTorch in float32, batch-independent in int8."""
+"""The OpenVINO engine on a tiny random BERT: equal to PyTorch in float32, batch-independent in int8,
+int8 only where ``mixed`` wants it."""
 
+import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +11,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.batching import length_sorted_batches
+from sbert.inference import openvino_engine
 from sbert.inference.openvino_engine import OpenVinoEngine, default_calibration_sentences
 from sbert.modules import Dense, Normalize
 
@@ -59,12 +63,60 @@ def test_int8_vector_does_not_depend_on_its_batch(tiny_model_dir: Path) -> None:
     assert cosines.min() > 0.9 and np.abs(alone - exact).max() > 1e-4  # close, and really quantized
 
 
+def _int8_products(engine: OpenVinoEngine) -> list[str]:
+    """The layers of the compiled graph whose matrix products run on 8-bit inputs."""
+    names = []
+    for op in engine.compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        if info["layerType"].astype(str) == "FullyConnected" and info["runtimePrecision"].astype(str) in (
+            "u8",
+            "i8",
+        ):
+            names.append(op.get_friendly_name().split("/")[0].split("model.encoder.")[1])
+    return names
+
+
+def test_mixed_runs_int8_only_on_query_key_and_feed_forward_input(tiny_encoder: SentenceEncoder) -> None:
+    mixed = OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "mixed", calibration=CALIBRATION)
+    expected = [
+        f"layer.{i}.{name}"
+        for i in (0, 1)
+        for name in ("attention.self.query", "attention.self.key", "intermediate.dense")
+    ]
+    assert _int8_products(mixed) == expected
+    full = OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "int8", calibration=CALIBRATION)
+    assert len(_int8_products(full)) == 12  # six per layer
+
+
+def test_mixed_without_bert_names_runs_unquantized_with_a_warning(
+    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(openvino_engine, "MIXED_INT8_LAYERS", re.compile(r"attn\.q_proj/"))
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        engine = OpenVinoEngine(
+            tiny_encoder.transformer, tiny_encoder.pooling, "mixed", calibration=CALIBRATION
+        )
+    assert "no BERT-named projection" in caplog.text
+    assert _int8_products(engine) == []
+
+
+def test_mixed_is_close_to_float32_and_to_itself_in_any_batch(tiny_model_dir: Path) -> None:
+    model = _encoder(tiny_model_dir, precision="mixed", calibration_sentences=CALIBRATION)
+    assert (model.precision, model.backend) == ("mixed", "openvino")
+    alone = np.stack([model.encode(s) for s in SENTENCES])
+    for batch_size in (2, 32):  # bf16 parts: oneDNN blocks by batch shape, so not bit-exact
+        np.testing.assert_allclose(model.encode(SENTENCES, batch_size=batch_size), alone, atol=1e-3, rtol=0)
+    exact = model.encode(SENTENCES, precision="float32")
+    cosines = (alone * exact).sum(1) / np.linalg.norm(alone, axis=1) / np.linalg.norm(exact, axis=1)
+    assert cosines.min() > 0.99 and np.abs(alone - exact).max() > 1e-4  # close, and really quantized
+
+
 def test_int8_ranges_come_from_the_calibration_set(tiny_model_dir: Path) -> None:
     ours = _encoder(tiny_model_dir, precision="int8", calibration_sentences=CALIBRATION)
     again = _encoder(tiny_model_dir, precision="int8", calibration_sentences=list(CALIBRATION))
     bundled = _encoder(tiny_model_dir, precision="int8")
     vectors = ours.encode(SENTENCES)
-    np.testing.assert_array_equal(again.encode(SENTENCES), vectors)
+    np.testing.assert_array_equal(again.encode(SENTENCES), vectors)  # the cached graph
     assert np.abs(bundled.encode(SENTENCES) - vectors).max() > 1e-4
 
 

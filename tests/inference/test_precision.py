@@ -12,6 +12,7 @@ from sbert.inference.precision import (
     cpu_has_native_int8,
     resolve_backend,
     resolve_precision,
+    torch_precision,
 )
 
 CPU = torch.device("cpu")
@@ -25,11 +26,11 @@ def fresh_notices(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unknown_precision_lists_the_choices() -> None:
     with pytest.raises(
-        ValueError, match="unknown precision 'fp8'; choose one of auto, float32, bfloat16, int8"
+        ValueError, match="unknown precision 'fp8'; choose one of auto, float32, bfloat16, mixed, int8"
     ):
         check_precision("fp8")
     assert check_precision("BFloat16") == "bfloat16"
-    assert PRECISIONS == ("auto", "float32", "bfloat16", "int8")
+    assert PRECISIONS == ("auto", "float32", "bfloat16", "mixed", "int8")
 
 
 @pytest.mark.parametrize(
@@ -53,12 +54,42 @@ def test_native_bf16_and_int8_are_read_from_cpu_flags(
     assert cpu_has_native_int8(cpuinfo) is int8
 
 
-def test_auto_follows_the_hardware(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: True)
-    assert resolve_precision("auto", CPU) == "bfloat16"
-    assert resolve_precision("float32", CPU) == "float32"
-    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: False)
-    assert resolve_precision("auto", CPU) == "float32"
+@pytest.mark.parametrize(
+    ("bf16", "int8", "extra", "backend", "auto"),
+    [
+        (True, True, True, "auto", "mixed"),
+        (True, True, True, "openvino", "mixed"),
+        (True, True, True, "torch", "bfloat16"),  # int8 runs only on OpenVINO
+        (True, False, True, "auto", "bfloat16"),
+        (True, True, False, "auto", "bfloat16"),
+        (False, True, True, "auto", "float32"),  # mixed wants native bf16 around its int8 layers
+        (False, False, False, "auto", "float32"),
+    ],
+)
+def test_auto_follows_the_hardware_extras_and_backend(
+    monkeypatch: pytest.MonkeyPatch, bf16: bool, int8: bool, extra: bool, backend: str, auto: str
+) -> None:
+    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: bf16)
+    monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: int8)
+    monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: extra)
+    assert resolve_precision("auto", CPU, backend) == auto
+    assert resolve_precision("float32", CPU, backend) == "float32"
+    assert resolve_precision("auto", torch.device("cuda"), backend) == ("bfloat16" if bf16 else "float32")
+
+
+@pytest.mark.parametrize(("bf16", "fallback"), [(True, "bfloat16"), (False, "float32")])
+def test_mixed_without_int8_keeps_what_it_can(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, bf16: bool, fallback: str
+) -> None:
+    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: bf16)
+    monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: False)
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        assert resolve_precision("mixed", CPU) == fallback
+        assert resolve_precision("mixed", CPU) == fallback
+    notices = [r.getMessage() for r in caplog.records]
+    assert len(notices) == 1 and f"so {fallback} is used instead" in notices[0]
+    assert torch_precision("mixed", CPU) == fallback
+    assert torch_precision("int8", CPU) == "float32"
 
 
 def test_bf16_without_hardware_falls_back_with_one_notice(
@@ -90,18 +121,22 @@ def test_int8_without_hardware_or_extra_falls_back_once(
     assert len(notices) == 1 and notice in notices[0] and "float32 is used instead" in notices[0]
 
 
-def test_int8_where_it_can_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_int8_where_it_can_run(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: True)
     monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: True)
     assert resolve_precision("int8", CPU) == "int8"
+    assert resolve_precision("int8", CPU, "openvino") == "int8"
+    assert resolve_backend("auto", CPU, "int8") == "openvino"
     assert resolve_precision("int8", torch.device("cuda")) == "float32"
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        assert resolve_precision("int8", CPU, "torch") == "float32"
+    assert "runs only on the openvino backend" in caplog.text
 
 
 def test_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: True)
     assert resolve_backend("auto", CPU, "bfloat16") == "openvino"
     assert resolve_backend("torch", CPU, "bfloat16") == "torch"
-    assert resolve_backend("torch", CPU, "int8") == "openvino"  # int8 exists only there
     assert resolve_backend("auto", torch.device("cuda"), "float32") == "torch"
     with pytest.raises(ValueError, match="runs on the CPU, not on cuda"):
         resolve_backend("openvino", torch.device("cuda"), "float32")

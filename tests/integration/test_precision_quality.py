@@ -15,6 +15,8 @@ from sbert.inference.precision import cpu_has_native_int8, openvino_installed
 
 pytestmark = pytest.mark.integration
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
+INT8_HERE = cpu_has_native_int8() and openvino_installed(with_nncf=True)
+AUTO_CANDIDATES = [("bfloat16", backend) for backend in BACKENDS_HERE] + [("mixed", "openvino")]
 
 
 @pytest.fixture(scope="module")
@@ -22,18 +24,22 @@ def pairs(data_dir: Path) -> list:
     return read_stsb("test", data_dir)
 
 
-@pytest.fixture(scope="module", params=BACKENDS_HERE)
-def bf16_encoder(request: pytest.FixtureRequest) -> SentenceEncoder:
-    if not cpu_has_native_bf16():
-        pytest.skip("this CPU has no native bf16; auto runs float32 here")
-    return SentenceEncoder.from_pretrained(device="cpu", precision="bfloat16", backend=request.param)
-
-
 @pytest.fixture(scope="module")
 def int8_encoder() -> SentenceEncoder:
-    if not (cpu_has_native_int8() and openvino_installed(with_nncf=True)):
+    if not INT8_HERE:
         pytest.skip("int8 needs VNNI/AMX and the openvino extra")
     return SentenceEncoder.from_pretrained(device="cpu", precision="int8")
+
+
+@pytest.fixture(scope="module", params=AUTO_CANDIDATES, ids="-".join)
+def low_precision_encoder(request: pytest.FixtureRequest) -> SentenceEncoder:
+    """The precisions ``auto`` may pick, each bound to STSb Spearman ± 0.1 and cosine distance 0.005."""
+    precision, backend = request.param
+    if not cpu_has_native_bf16():
+        pytest.skip("this CPU has no native bf16; auto runs float32 here")
+    if precision == "mixed" and not INT8_HERE:
+        pytest.skip("mixed needs VNNI/AMX and the openvino extra")
+    return SentenceEncoder.from_pretrained(device="cpu", precision=precision, backend=backend)
 
 
 def _max_cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -41,28 +47,31 @@ def _max_cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(1 - cosines.min())
 
 
-def test_auto_is_bf16_where_the_cpu_has_it() -> None:
-    expected = "bfloat16" if cpu_has_native_bf16() else "float32"
+def test_auto_is_mixed_or_bf16_where_the_cpu_has_them() -> None:
+    native = "mixed" if INT8_HERE else "bfloat16"
+    expected = native if cpu_has_native_bf16() else "float32"
     assert SentenceEncoder.from_pretrained(device="cpu").precision == expected
 
 
-def test_bfloat16_spearman_and_distance(
-    bf16_encoder: SentenceEncoder, bundled_encoder: SentenceEncoder, pairs: list
+def test_auto_candidates_keep_spearman_and_distance(
+    low_precision_encoder: SentenceEncoder, bundled_encoder: SentenceEncoder, pairs: list
 ) -> None:
     evaluator = SimilarityEvaluator(pairs, name="stsb-test")
-    assert evaluator(bf16_encoder)["spearman_cosine"] == pytest.approx(82.03, abs=0.1)
+    assert evaluator(low_precision_encoder)["spearman_cosine"] == pytest.approx(82.03, abs=0.1)
     sentences = sorted({s for p in pairs for s in (p.sentence1, p.sentence2)})
-    fast = bf16_encoder.encode(sentences, show_progress_bar=False)
+    fast = low_precision_encoder.encode(sentences, show_progress_bar=False)
     exact = bundled_encoder.encode(sentences, show_progress_bar=False, precision="float32")
     assert _max_cosine_distance(fast, exact) <= 0.005
 
 
-def test_bfloat16_vector_barely_depends_on_the_batch(bf16_encoder: SentenceEncoder, pairs: list) -> None:
+def test_auto_candidates_barely_depend_on_the_batch(
+    low_precision_encoder: SentenceEncoder, pairs: list
+) -> None:
     # Not bit-exact: oneDNN picks its bf16 matrix-product blocking by batch shape (measured ≤ 2e-4).
     sentences = [p.sentence1 for p in pairs[:64]]
-    alone = np.stack([bf16_encoder.encode(s) for s in sentences[:16]])
+    alone = np.stack([low_precision_encoder.encode(s) for s in sentences[:16]])
     for batch_size in (7, 64):
-        together = bf16_encoder.encode(sentences, batch_size=batch_size)[:16]
+        together = low_precision_encoder.encode(sentences, batch_size=batch_size)[:16]
         np.testing.assert_allclose(together, alone, atol=1e-3)
 
 

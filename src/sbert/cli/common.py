@@ -25,8 +25,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         "--precision",
         choices=PRECISIONS,
         default="auto",
-        help="inference precision (default auto: bf16 where the CPU has native bf16, else float32; "
-        "int8 needs the openvino extra)",
+        help="inference precision (default auto: mixed int8/bf16 with the openvino extra on CPUs with "
+        "native bf16 and int8, else bf16 where the CPU has it natively, else float32; mixed and int8 "
+        "need the openvino extra)",
     )
     parser.add_argument(
         "--backend",
@@ -37,7 +38,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--calibration",
         default=None,
-        help="int8: text file of calibration sentences, one per line (default: the bundled set)",
+        help="mixed, int8: text file of calibration sentences, one per line (default: the bundled set)",
     )
 
 

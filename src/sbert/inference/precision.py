@@ -12,7 +12,7 @@ import torch
 
 logger = logging.getLogger("sbert")
 
-PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+PRECISIONS = ("auto", "float32", "bfloat16", "mixed", "int8")
 BACKENDS = ("auto", "torch", "openvino")
 
 # CPU flags (Linux /proc/cpuinfo) that mean bf16 / int8 matrix products run in hardware, not emulated.
@@ -78,32 +78,38 @@ def openvino_installed(with_nncf: bool = False) -> bool:
     return all(importlib.util.find_spec(module) is not None for module in modules)
 
 
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """The precision ``encode()`` will run: ``float32``, ``bfloat16`` or ``int8``.
+def resolve_precision(precision: str, device: torch.device, backend: str = "auto") -> str:
+    """The precision ``encode()`` will run: ``float32``, ``bfloat16``, ``mixed`` or ``int8``.
 
-    ``auto`` picks bf16 where the hardware does it natively (CPUs with AVX512-BF16 or AMX, CUDA GPUs
-    with bf16 support) and float32 elsewhere: int8 moves vectors too far for a default (see the
-    README). An explicit ``bfloat16`` where bf16 would only be emulated, or ``int8`` without a CPU
-    with VNNI/AMX or without the ``openvino`` extra, falls back to float32 with a one-line warning:
-    emulated low precision is slower, not faster.
+    ``auto`` picks the fastest choice that keeps every vector within cosine distance 0.005 of
+    float32 (see the README):
+
+    - ``mixed`` (int8 on the query, key and feed-forward input projections, bf16 elsewhere) on CPUs
+      with native bf16 and int8, with the ``openvino`` extra, unless the backend is ``torch``;
+    - else bf16 where the hardware does it natively (AVX512-BF16 or AMX, CUDA GPUs with bf16);
+    - else float32. Full ``int8`` moves vectors too far for a default.
+
+    Asked for explicitly where the hardware, the extra or the backend cannot do it, ``int8`` falls
+    back to float32, ``mixed`` to bf16 (or float32), and ``bfloat16`` where it would only be
+    emulated to float32, each with a one-line warning: emulated low precision is slower, not faster.
 
     Example:
         >>> resolve_precision("float32", torch.device("cpu"))
         'float32'
     """
     precision = check_precision(precision)
-    if precision == "float32":
-        return precision
-    if precision == "int8":
-        problem = _int8_problem(device)
-        if problem:
-            _warn_once(f"precision='int8' {problem}, so float32 is used instead")
-            return "float32"
-        return precision
-    native = _native_bf16(device)
     if precision == "auto":
-        return "bfloat16" if native else "float32"
-    if not native:
+        if not _native_bf16(device):
+            return "float32"
+        return "mixed" if _int8_problem(device, backend) is None else "bfloat16"
+    if precision in ("int8", "mixed"):
+        problem = _int8_problem(device, backend)
+        if problem is None:
+            return precision
+        fallback = torch_precision(precision, device)
+        _warn_once(f"precision={precision!r} {problem}, so {fallback} is used instead")
+        return fallback
+    if precision == "bfloat16" and not _native_bf16(device):
         _warn_once(
             f"precision='bfloat16' needs native bf16 (AVX512-BF16 or AMX on CPU); {device} has none, "
             "so float32 is used instead"
@@ -112,19 +118,28 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
+def torch_precision(precision: str, device: torch.device) -> str:
+    """What PyTorch runs when OpenVINO cannot: int8 is float32, mixed keeps its bf16 part."""
+    if precision == "int8":
+        return "float32"
+    return _bf16_or_float32(device) if precision == "mixed" else precision
+
+
+def _bf16_or_float32(device: torch.device) -> str:
+    return "bfloat16" if _native_bf16(device) else "float32"
+
+
 def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
     """The engine that runs ``precision`` (already resolved): ``torch`` or ``openvino``.
 
     ``auto`` is OpenVINO on CPU when the extra is installed (faster at every precision on the
-    measured CPU), else PyTorch. int8 always runs on OpenVINO.
+    measured CPU), else PyTorch.
 
     Raises:
         ImportError: ``backend="openvino"`` without the extra installed.
         ValueError: ``backend="openvino"`` on a device other than the CPU.
     """
     backend = check_backend(backend)
-    if precision == "int8":
-        return "openvino"
     if backend == "auto":
         return "openvino" if device.type == "cpu" and openvino_installed() else "torch"
     if backend == "openvino":
@@ -135,7 +150,9 @@ def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
     return backend
 
 
-def _int8_problem(device: torch.device) -> str | None:
+def _int8_problem(device: torch.device, backend: str) -> str | None:
+    if check_backend(backend) == "torch":
+        return "runs only on the openvino backend, not on torch"
     if device.type != "cpu":
         return f"runs on the CPU, not on {device}"
     if not cpu_has_native_int8():

@@ -48,8 +48,9 @@ SETTING_DIFFERENCES = """\
 - **GloVe.** Averaged GloVe uses the 6B-token, 50-d vectors (the only ones installable offline), not
   840B-token, 300-d.
 - **Precision.** Training runs under bf16 autocast (`--bf16`) where the CPU has native bf16;
-  evaluations use each model's default precision (`auto`: bf16 on such CPUs, which moves STSb
-  test by 0.02 at most for the bundled model).
+  evaluations use each model's default precision (`auto`: bf16 on such CPUs, or with the openvino
+  extra and int8 instructions `mixed` int8/bf16, which moves STSb test by 0.02 or less for the
+  bundled model).
 - **Seeds.** The paper averages 10 seeds; the seeds used here are listed with each figure.
 - **Speed.** The paper's CPU figures are BERT-base on an i7-5820K; ours are the 6-layer MiniLM on
   this machine, so the ratios between rows compare, the absolute figures do not.
