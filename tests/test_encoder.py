@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
+from sbert.batching import length_sorted_batches
 from sbert.inference.precision import cpu_has_native_int8, openvino_installed
 
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
@@ -186,3 +187,23 @@ def test_a_model_openvino_cannot_convert_runs_on_pytorch(
     model.requested_backend = "openvino"  # asked for explicitly: the error is the caller's to see
     with pytest.raises(RuntimeError, match="aten::exotic"):
         model.encode(SENTENCES)
+
+
+def test_token_budget_changes_batches_not_vectors(
+    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sbert import encoder as encoder_module
+
+    expected = tiny_encoder.encode(SENTENCES)
+    sizes: list[int] = []
+
+    def spied(lengths: list[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
+        batches = length_sorted_batches(lengths, batch_size, max_tokens)
+        sizes.extend(len(batch) for batch in batches)
+        return batches
+
+    monkeypatch.setattr(encoder_module, "length_sorted_batches", spied)
+    np.testing.assert_allclose(tiny_encoder.encode(SENTENCES, max_tokens=6), expected, atol=1e-5, rtol=0)
+    assert sizes and max(sizes) == 1  # 6 padded tokens hold one of these sentences at a time
+    with pytest.raises(ValueError, match="max_tokens must be at least 1, got 0"):
+        tiny_encoder.encode(SENTENCES, max_tokens=0)

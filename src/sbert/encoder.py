@@ -171,6 +171,7 @@ class SentenceEncoder(nn.Module):
         convert_to_tensor: bool = False,
         show_progress_bar: bool | None = None,
         precision: str | None = None,
+        max_tokens: int | None = None,
     ) -> np.ndarray | Tensor:
         """Embed sentences; the output keeps the input order.
 
@@ -184,10 +185,12 @@ class SentenceEncoder(nn.Module):
             convert_to_tensor: Return a ``torch.Tensor`` instead of a numpy array.
             show_progress_bar: Default: on for inputs of 1000 sentences or more.
             precision: Overrides the model's precision for this call (see :meth:`from_pretrained`).
+            max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
+                ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
 
         Raises:
             TypeError: an item is not a string (the message names its index and type).
-            ValueError: an unknown ``precision``.
+            ValueError: an unknown ``precision``, or ``batch_size`` or ``max_tokens`` below 1.
         """
         run_precision = resolve_precision(
             precision or self.requested_precision, self.device, self.requested_backend
@@ -209,7 +212,7 @@ class SentenceEncoder(nn.Module):
                     len(texts),
                     self.max_seq_length,
                 )
-            batches = length_sorted_batches(tokenized.lengths, batch_size)
+            batches = length_sorted_batches(tokenized.lengths, batch_size, max_tokens)
             if show_progress_bar is None:
                 show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
             progress = tqdm(total=len(batches), desc="Encoding", unit="batch", disable=not show_progress_bar)

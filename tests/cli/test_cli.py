@@ -20,6 +20,8 @@ def test_encode_txt_to_npy_matches_api(tiny_model_dir: Path, tmp_path: Path) -> 
                 str(tmp_path / "out.npy"),
                 "--model",
                 str(tiny_model_dir),
+                "--max-tokens",
+                "8",
             ]
         )
         == 0

@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--column", default="text", help="field holding the sentence in JSONL/CSV (default: text)"
     )
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="cap on padded tokens per batch, to bound memory"
+    )
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors")
     add_model_arguments(parser)
     parser.set_defaults(handler=run)
@@ -39,7 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     texts = read_texts(args.input, args.format, args.column)
     model = load_model(args)
-    vectors = model.encode(texts, batch_size=args.batch_size, normalize=args.normalize)
+    vectors = model.encode(
+        texts, batch_size=args.batch_size, max_tokens=args.max_tokens, normalize=args.normalize
+    )
     assert isinstance(vectors, np.ndarray)
     if args.output is None:
         _write_jsonl(sys.stdout, texts, vectors)
