@@ -207,3 +207,13 @@ def test_token_budget_changes_batches_not_vectors(
     assert sizes and max(sizes) == 1  # 6 padded tokens hold one of these sentences at a time
     with pytest.raises(ValueError, match="max_tokens must be at least 1, got 0"):
         tiny_encoder.encode(SENTENCES, max_tokens=0)
+
+
+def test_bad_or_empty_input_compiles_no_engine(tiny_model_dir, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sbert import encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "OpenVinoEngine", lambda *a, **k: pytest.fail("compiled an engine"))
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", backend="auto")
+    with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
+        model.encode(["fine", 7])
+    assert model.encode([]).shape == (0, model.dim)

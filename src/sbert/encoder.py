@@ -195,15 +195,15 @@ class SentenceEncoder(nn.Module):
         run_precision = resolve_precision(
             precision or self.requested_precision, self.device, self.requested_backend
         )
-        backend = resolve_backend(self.requested_backend, self.device, run_precision)
-        engine = self._openvino_engine(run_precision) if backend == "openvino" else None
-        if backend == "openvino" and engine is None:  # conversion failed: what PyTorch can run
-            run_precision = torch_precision(run_precision, self.device)
         single = isinstance(sentences, str)
         texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
-        check_texts(texts)
+        check_texts(texts)  # before an engine is compiled or calibrated: bad input fails at once
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
         if texts:
+            backend = resolve_backend(self.requested_backend, self.device, run_precision)
+            engine = self._openvino_engine(run_precision) if backend == "openvino" else None
+            if backend == "openvino" and engine is None:  # conversion failed: what PyTorch can run
+                run_precision = torch_precision(run_precision, self.device)
             tokenized = self.tokenize(texts)
             if tokenized.truncated:
                 logger.warning(

@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from sbert.batching import length_sorted_batches
 from sbert.inference import graph_cache
 from sbert.inference.fast_bert import parameter_version
-from sbert.inference.precision import cpu_has_native_bf16
+from sbert.inference.precision import CALIBRATED, cpu_has_native_bf16
 from sbert.modules import Pooling, Transformer
 
 # SmoothQuant strength for the matrix products. NNCF's transformer default (0.95) moved so much range
@@ -53,7 +53,7 @@ MIXED_INT8_LAYERS = re.compile(r"attention\.self\.(query|key)/|intermediate\.den
 
 logger = logging.getLogger("sbert")
 
-PRECISIONS = ("float32", "bfloat16", "mixed", "int8")
+ENGINE_PRECISIONS = ("float32", "bfloat16", *CALIBRATED)
 
 
 class _SignalStack(ctypes.Structure):  # Linux stack_t
@@ -136,14 +136,14 @@ class OpenVinoEngine:
     ) -> None:
         import openvino as ov
 
-        if precision not in PRECISIONS:
-            raise ValueError(f"OpenVinoEngine runs {', '.join(PRECISIONS)}, not {precision!r}")
+        if precision not in ENGINE_PRECISIONS:
+            raise ValueError(f"OpenVinoEngine runs {', '.join(ENGINE_PRECISIONS)}, not {precision!r}")
         self.calibration = calibration
         self.transformer = transformer
         self.dim = pooling.dim
         module = _PooledTransformer(transformer, pooling)
         with _keep_signal_stack():
-            if precision in ("mixed", "int8"):
+            if precision in CALIBRATED:
                 model = self._calibrated(module, precision, calibration)
             else:
                 model = self._convert(module)

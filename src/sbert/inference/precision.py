@@ -14,6 +14,7 @@ logger = logging.getLogger("sbert")
 
 PRECISIONS = ("auto", "float32", "bfloat16", "mixed", "int8")
 BACKENDS = ("auto", "torch", "openvino")
+CALIBRATED = ("mixed", "int8")  # static int8 in some or all projections: OpenVINO + NNCF only
 
 # CPU flags (Linux /proc/cpuinfo) that mean bf16 / int8 matrix products run in hardware, not emulated.
 _NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
@@ -102,7 +103,7 @@ def resolve_precision(precision: str, device: torch.device, backend: str = "auto
         if not _native_bf16(device):
             return "float32"
         return "mixed" if _int8_problem(device, backend) is None else "bfloat16"
-    if precision in ("int8", "mixed"):
+    if precision in CALIBRATED:
         problem = _int8_problem(device, backend)
         if problem is None:
             return precision
