@@ -22,6 +22,8 @@ def test_binary_task_labels_by_file_and_skips_blank_lines(tmp_path: Path) -> Non
         ("love it .", "positive"),
         ("it broke .", "negative"),
     ]
+    kept = read_binary_task("CR", tmp_path, keep_blank_lines=True)  # SentEval's reading
+    assert [s.text for s in kept] == ["great player .", "", "love it .", "it broke ."]
     with pytest.raises(ValueError, match="unknown task 'XX'"):
         read_binary_task("XX", tmp_path)
 

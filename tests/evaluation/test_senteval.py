@@ -110,11 +110,16 @@ def write_mr_and_mrpc(root: Path) -> None:
 def test_evaluate_transfer_on_toy_files(tmp_path: Path) -> None:
     write_mr_and_mrpc(tmp_path)
     encoder, started = KeywordEncoder(), []
-    results = evaluate_transfer(encoder, tmp_path, tasks=["MRPC", "MR"], on_task=started.append)
+    results = evaluate_transfer(encoder, tmp_path, ["MRPC", "MR"], on_task=started.append, protocol="fast")
     assert started == ["MR", "MRPC"]  # Table 5's order
     assert results["MR"]["accuracy"] == 100.0 and results["MR"]["n_test"] == 80
     assert results["MRPC"]["accuracy"] == 100.0 and results["MRPC"]["f1"] == 100.0
     assert results["MRPC"]["n_train"] == 60 and results["MRPC"]["n_test"] == 20
     assert len(encoder.seen) == len(set(encoder.seen))  # each distinct sentence once per task
+    assert results["MR"]["protocol"] == "fast" and "chosen_l2" not in results["MR"]
     with pytest.raises(ValueError, match="unknown transfer task 'SICK-E'"):
         evaluate_transfer(encoder, tmp_path, tasks=["SICK-E"])
+    with pytest.raises(ValueError, match="unknown transfer protocol 'exact'"):
+        evaluate_transfer(encoder, tmp_path, tasks=["MR"], protocol="exact")
+    with pytest.raises(TypeError, match="takes SentEvalSettings, not TransferSettings"):
+        evaluate_transfer(encoder, tmp_path, tasks=["MR"], settings=SETTINGS)

@@ -104,3 +104,27 @@ def test_precomputed_encoder_rejects_unknown_sentence() -> None:
     cache = PrecomputedEncoder(["a"], np.ones((1, 2), dtype=np.float32))
     with pytest.raises(KeyError, match="not pre-encoded"):
         cache.encode(["b"])
+
+
+def test_senteval_subset_means_beside_the_pooled_figure(tmp_path: Path) -> None:
+    write_sts13(
+        tmp_path,
+        {
+            "FNWN": [("a man plays\ta man sings", "3.5"), ("a cat\tdogs run", "1.0"), ("x\ty", "2.0")],
+            "headlines": [("a cat\ta cat sleeps", "4.2"), ("it rains\ta man plays", "0.4")],
+            "OnWN": [("dogs run\ta dog runs", "4.9"), ("a b\tc d", "2.0"), ("e\tf", "1.0")],
+        },
+    )
+    results = evaluate_sts(HashEncoder(), tmp_path, sets=["STS13"])["STS13"]
+    per_subset = {name: scores["spearman_cosine"] for name, scores in results["subsets"].items()}
+    pairs = {name: scores["pairs"] for name, scores in results["subsets"].items()}
+    assert pairs == {"FNWN": 3, "headlines": 2, "OnWN": 3}
+    # SentEval's "mean" and "wmean" (weights: pair counts), not the pooled correlation.
+    assert results["subset_mean"]["spearman_cosine"] == pytest.approx(np.mean(list(per_subset.values())))
+    weighted = sum(per_subset[name] * pairs[name] for name in pairs) / 8
+    assert results["weighted_mean"]["spearman_cosine"] == pytest.approx(weighted)
+    assert results["weighted_mean"]["pairs"] == results["subset_mean"]["pairs"] == 8
+    assert spearman_cosine({"STS13": results}, "weighted_mean")["STS13"] == pytest.approx(weighted)
+    assert results["weighted_mean"]["spearman_cosine"] != pytest.approx(results["all"]["spearman_cosine"])
+    with pytest.raises(ValueError, match="unknown STS summary 'median'"):
+        spearman_cosine({"STS13": results}, "median")

@@ -25,10 +25,13 @@ TREC_LABELS = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 MRPC_SPLITS = {"train": "msr_paraphrase_train.txt", "test": "msr_paraphrase_test.txt"}
 
 
-def read_binary_task(task: str, data_dir: str | Path | None = None) -> list[LabeledSentence]:
+def read_binary_task(
+    task: str, data_dir: str | Path | None = None, keep_blank_lines: bool = False
+) -> list[LabeledSentence]:
     """MR, CR, SUBJ or MPQA: every sentence of both class files, labelled by its file.
 
-    Blank lines (CR and MPQA have a few; SentEval keeps them as empty sentences) are skipped.
+    Blank lines (CR and MPQA have a few) are skipped, or with ``keep_blank_lines`` kept as empty
+    sentences, as SentEval keeps them.
 
     Example:
         >>> data = read_binary_task("MR", "../shared/data")  # doctest: +SKIP
@@ -41,7 +44,7 @@ def read_binary_task(task: str, data_dir: str | Path | None = None) -> list[Labe
     for relative, label in BINARY_TASK_FILES[task]:
         path = dataset_file(data_dir, f"senteval_transfer/{relative}", task)
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        sentences.extend(LabeledSentence(line.strip(), label) for line in lines if line.strip())
+        sentences.extend(LabeledSentence(line.strip(), label) for line in lines if keep_blank_lines or line.strip())
     return sentences
 
 

@@ -1,8 +1,15 @@
 """STS evaluation: the paper's Table 1 sets (STS12-16, STSb test, SICK-R test) for any encoder.
 
 For each set: Spearman and Pearson × 100 between the gold scores and the cosine similarity (also
-negated Euclidean, negated Manhattan, dot) of the two sentence vectors. STS12-16 are scored over all
-their subsets pooled ("all", the SentEval/SimCSE/MTEB convention), with per-subset scores beside.
+negated Euclidean, negated Manhattan, dot) of the two sentence vectors. STS12-16 have three
+summaries, labelled apart because the literature mixes them:
+
+- ``all``: one correlation over every subset's pairs pooled (the paper's figure; SimCSE's and MTEB's
+  convention);
+- ``subset_mean`` and ``weighted_mean``: the mean of the per-subset correlations, plain and weighted by
+  each subset's pair count (SentEval's convention, its ``all``/``mean`` and ``all``/``wmean``,
+  following ``senteval/sts.py`` of facebookresearch/SentEval).
+
 Every distinct sentence of all requested sets is encoded once per run.
 """
 
@@ -96,12 +103,14 @@ def evaluate_sts(
         skip_bad_lines: Skip malformed data lines (and log how many) instead of raising.
 
     Returns:
-        ``{set: {"all": metrics, "subsets": {subset: metrics}}}``; metrics are ``spearman_cosine``,
-        ``pearson_cosine``, ... (× 100) and ``pairs``. STSb and SICK-R have no ``subsets``.
+        ``{set: {"all": metrics, "subsets": {subset: metrics}, "subset_mean": metrics,
+        "weighted_mean": metrics}}``; metrics are ``spearman_cosine``, ``pearson_cosine``, ... (× 100)
+        and ``pairs``. STSb and SICK-R have one subset, so only ``all``.
 
     Example:
         >>> from sbert import SentenceEncoder
-        >>> results = evaluate_sts(SentenceEncoder.from_pretrained(), "../shared/data", sets=["STSb"])  # doctest: +SKIP
+        >>> model = SentenceEncoder.from_pretrained(precision="float32")  # doctest: +SKIP
+        >>> results = evaluate_sts(model, "../shared/data", sets=["STSb"])  # doctest: +SKIP
         >>> round(results["STSb"]["all"]["spearman_cosine"], 2)  # doctest: +SKIP
         82.03
     """
@@ -113,10 +122,32 @@ def evaluate_sts(
         pooled = [pair for part in subsets.values() for pair in part]
         results[name] = {"all": score_pairs(cache, pooled, name)}
         if len(subsets) > 1:
-            results[name]["subsets"] = {
+            scores = {
                 subset: score_pairs(cache, part, f"{name} {subset}") for subset, part in subsets.items()
             }
+            results[name].update(subsets=scores, **subset_averages(list(scores.values())))
     return results
+
+
+def subset_averages(scores: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """SentEval's two summaries of per-subset metrics: the plain and the pair-weighted mean.
+
+    Example:
+        >>> averages = subset_averages([{"spearman_cosine": 80.0, "pairs": 300}, {"spearman_cosine": 60.0, "pairs": 100}])
+        >>> averages["subset_mean"]["spearman_cosine"], averages["weighted_mean"]["spearman_cosine"]
+        (70.0, 75.0)
+    """
+    weights = np.array([entry["pairs"] for entry in scores], dtype=np.float64)
+    metrics = [key for key in scores[0] if key != "pairs"]
+    total = int(weights.sum())
+    return {
+        "subset_mean": {key: float(np.mean([entry[key] for entry in scores])) for key in metrics}
+        | {"pairs": total},
+        "weighted_mean": {
+            key: float(np.average([entry[key] for entry in scores], weights=weights)) for key in metrics
+        }
+        | {"pairs": total},
+    }
 
 
 def score_pairs(model: Encoder, pairs: Sequence[ScoredPair], name: str) -> dict[str, float]:
@@ -124,6 +155,15 @@ def score_pairs(model: Encoder, pairs: Sequence[ScoredPair], name: str) -> dict[
     return {**SimilarityEvaluator(pairs, name=name)(model), "pairs": len(pairs)}
 
 
-def spearman_cosine(results: dict[str, dict]) -> dict[str, float]:
-    """The paper's figure per set: Spearman × 100 of the cosine similarity, STS12-16 pooled ("all")."""
-    return {name: entry["all"]["spearman_cosine"] for name, entry in results.items()}
+STS_SUMMARIES = ("all", "subset_mean", "weighted_mean")
+
+
+def spearman_cosine(results: dict[str, dict], summary: str = "all") -> dict[str, float]:
+    """Spearman × 100 of the cosine similarity per set.
+
+    ``summary`` picks the STS12-16 figure: ``all`` (pooled, the paper's), ``subset_mean`` or
+    ``weighted_mean`` (SentEval's); STSb and SICK-R have only the one.
+    """
+    if summary not in STS_SUMMARIES:
+        raise ValueError(f"unknown STS summary {summary!r}; choose from {', '.join(STS_SUMMARIES)}")
+    return {name: entry.get(summary, entry["all"])["spearman_cosine"] for name, entry in results.items()}
