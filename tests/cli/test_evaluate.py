@@ -38,7 +38,12 @@ def test_evaluate_all_prints_paper_beside_ours_and_writes_json(
     label = f"ours: {tiny_model_dir}"
     ours_stsb = report["results"][label]["sts"]["STSb"]["all"]["spearman_cosine"]
     assert f"| ours | {tiny_model_dir} | {ours_stsb:.2f} |" in printed
-    assert set(report["results"][label]["senteval"]["MR"]) >= {"accuracy", "chosen_c", "n_test"}
+    assert set(report["results"][label]["senteval"]["MR"]) >= {"accuracy", "chosen_l2", "n_test"}
+    # An evaluation is a measurement: float32 unless asked, said beside every table and in the JSON.
+    assert report["precision"] == "float32" and report["transfer_protocol"] == "senteval"
+    titles = [line for line in printed.splitlines() if line.startswith(("Table", "STS12-16"))]
+    assert len(titles) == 3 and all(title.endswith("; precision float32") for title in titles)
+    assert "protocol senteval: SentEval's default" in printed
     assert report["paper"]["table5_senteval_accuracy"]["Avg. GloVe embeddings"]["MR"] == 77.25
     assert [p.name for p in out.parent.iterdir()] == ["eval.json"]  # written atomically, no temporary left
 
@@ -68,3 +73,39 @@ def test_evaluate_reports_missing_data(
     )
     assert code == 1
     assert "STSb test: " in capsys.readouterr().err
+
+
+def test_evaluate_precision_and_protocol_options(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sbert import SentenceEncoder
+    from sbert.evaluation import senteval
+
+    seen: list[str] = []
+
+    def stub(*args, protocol: str, **kwargs) -> dict:  # type: ignore[no-untyped-def]
+        seen.append(protocol)
+        return {"MR": {"accuracy": 50.0}}
+
+    monkeypatch.setattr(senteval, "evaluate_transfer", stub)
+    write_data(tmp_path)
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "all", "--model", str(tiny_model_dir), "--data-dir", str(tmp_path), "--sets", "STSb"]
+    assert main([*args, "--tasks", "MR", "--precision", "bfloat16", "--protocol", "fast", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    precision = SentenceEncoder.from_pretrained(str(tiny_model_dir), precision="bfloat16").precision
+    assert f"protocol fast: scikit-learn, not comparable with the paper); precision {precision}" in printed
+    assert f"Table 2: STS benchmark test, Spearman x 100; precision {precision}" in printed
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert seen == ["fast"] and report["precision"] == precision
+    assert report["transfer_protocol"] == "fast" and report["transfer_settings"]["inner_folds"] == 3
+
+
+def test_choices_match_the_library() -> None:
+    from sbert.cli import evaluate
+    from sbert.data.sts import STS_SOURCES
+    from sbert.evaluation.senteval import PROTOCOLS, TRANSFER_TASKS
+    from sbert.evaluation.sts import STS_SETS
+
+    assert (evaluate.STS_SETS, evaluate.TRANSFER_TASKS) == (STS_SETS, TRANSFER_TASKS)
+    assert (PROTOCOLS, tuple(STS_SOURCES)) == (evaluate.PROTOCOLS, evaluate.STS_SOURCES)

@@ -12,7 +12,8 @@ from sbert.inference.precision import BACKENDS
 from sbert.modules.pooling import POOLING_MODES
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto") -> None:
+    """``--model``, ``--pooling``, ``--device``, ``--precision`` (default ``precision``), ``--backend``, ``--calibration``."""
     parser.add_argument(
         "--model",
         "-m",
@@ -24,10 +25,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--precision",
         choices=PRECISIONS,
-        default="auto",
-        help="inference precision (default auto: mixed int8/bf16 with the openvino extra on CPUs with "
-        "native bf16 and int8, else bf16 where the CPU has it natively, else float32; mixed and int8 "
-        "need the openvino extra)",
+        default=precision,
+        help=f"inference precision (default {precision}; auto: mixed int8/bf16 with the openvino extra on "
+        "CPUs with native bf16 and int8, else bf16 where the CPU has it natively, else float32; mixed "
+        "and int8 need the openvino extra)",
     )
     parser.add_argument(
         "--backend",
