@@ -176,7 +176,8 @@ def _trained_summary(trained: TrainedModel) -> dict[str, Any]:
 def table5_cells(context: Context) -> list[Cell]:
     scale = context.scale
     tasks = list(scale.transfer_tasks or TRANSFER_TASKS)
-    common = {"tasks": tasks, "data": context.data_dir}
+    # SentEval's own protocol, so that the rows compare with the paper's Table 5.
+    common = {"tasks": tasks, "data": context.data_dir, "protocol": "senteval"}
     trained = {"base": context.base, "bf16": scale.bf16}
     estimate = len(tasks) * TRANSFER_TASK_S
     rows: list[tuple[str, dict[str, Any]]] = [
@@ -191,7 +192,9 @@ def table5_cells(context: Context) -> list[Cell]:
     ]
 
 
-def _transfer(context: Context, row: str, tasks: list[str], data: str, **params: Any) -> dict[str, Any]:
+def _transfer(
+    context: Context, row: str, tasks: list[str], data: str, protocol: str, **params: Any
+) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     encoder: Encoder
     if row == "glove":
@@ -209,23 +212,25 @@ def _transfer(context: Context, row: str, tasks: list[str], data: str, **params:
         )
         encoder = SentenceEncoder.from_pretrained(trained.path)
         summary = {"model": f"{row} ({scale.name} scale)", **_trained_summary(trained)}
-    return {**summary, **transfer_scores(encoder, data, tasks)}
+    return {**summary, **transfer_scores(encoder, data, tasks, protocol)}
 
 
-def transfer_scores(encoder: Encoder, data_dir: str, tasks: Sequence[str]) -> dict[str, Any]:
+def transfer_scores(
+    encoder: Encoder, data_dir: str, tasks: Sequence[str], protocol: str = "senteval"
+) -> dict[str, Any]:
     """Accuracy × 100 per SentEval task (and MRPC F1); a task missing from the data directory is listed."""
     scores: dict[str, dict[str, Any]] = {}
     missing: dict[str, str] = {}
     for task in tasks:
         try:
-            result = evaluate_transfer(encoder, data_dir, [task])[task]
+            result = evaluate_transfer(encoder, data_dir, [task], protocol=protocol)[task]
         except MissingDataError as error:
             missing[task] = str(error)
             continue
         scores[task] = {key: result[key] for key in ("accuracy", "f1") if key in result}
     if not scores:
         raise MissingDataError("no SentEval task found: " + "; ".join(missing.values()))
-    return {"tasks": scores, "missing": missing}
+    return {"tasks": scores, "missing": missing, "protocol": protocol}
 
 
 # -- Table 6: ablation, scored on STSb dev -----------------------------------------------------------

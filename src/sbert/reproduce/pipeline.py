@@ -76,5 +76,8 @@ def render(output: str | Path) -> dict[str, Any]:
     """(Re)write ``REPORT.md`` and the charts from ``OUTPUT/results.json``, running nothing."""
     output = Path(output)
     results: dict[str, Any] = json.loads((output / RESULTS_FILE).read_text(encoding="utf-8"))
-    write_text_atomic(output / REPORT_FILE, render_markdown(results, write_charts(results, output)))
+    report = render_markdown(results, write_charts(results, output))
+    path = output / REPORT_FILE
+    if not path.exists() or path.read_text(encoding="utf-8") != report:  # an unchanged report is left alone
+        write_text_atomic(path, report)
     return results

@@ -68,6 +68,8 @@ def build_results(
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": machine(),
         "versions": versions(),
+        # Stored with the figures, so that a report rebuilt later by other code describes this run.
+        "setting_differences": SETTING_DIFFERENCES,
         "cells": {
             outcome.cell.id: {
                 "status": outcome.status,
@@ -329,7 +331,8 @@ def render_markdown(results: dict[str, Any], charts: Sequence[str] = ()) -> str:
         _table6(figures),
         _table7(figures),
         _not_run(results),
-        "## Where our setting differs from the paper's\n\n" + SETTING_DIFFERENCES,
+        "## Where our setting differs from the paper's\n\n"
+        + results.get("setting_differences", SETTING_DIFFERENCES),
     ]
     if charts:
         sections.append("## Charts\n\n" + "\n\n".join(f"![{Path(c).stem}]({c})" for c in charts))
@@ -366,11 +369,14 @@ def _scale_line(scale: dict[str, Any]) -> str:
     def size(value: int | None, unit: str) -> str:
         return f"all {unit}" if value is None else f"{value:,} {unit}"
 
+    def epochs(count: int) -> str:
+        return f"{count} epoch" if count == 1 else f"{count} epochs"
+
     return (
         f"Sizes: seeds {', '.join(map(str, scale['seeds']))}; NLI model: {size(scale['nli_pairs'], 'SNLI pairs')}; "
-        f"STSb runs: {size(scale['stsb_pairs'], 'train pairs')} × {scale['stsb_epochs']} epochs; "
+        f"STSb runs: {size(scale['stsb_pairs'], 'train pairs')} × {epochs(scale['stsb_epochs'])}; "
         f"Table 6: {size(scale['ablation_nli_pairs'], 'SNLI pairs')} per classification run, "
-        f"{size(scale['ablation_stsb_pairs'], 'STSb pairs')} × {scale['ablation_stsb_epochs']} epoch(s) per "
+        f"{size(scale['ablation_stsb_pairs'], 'STSb pairs')} × {epochs(scale['ablation_stsb_epochs'])} per "
         f"regression run; cross-encoder lr {scale['cross_lr']:g}; training in "
         f"{'bf16 autocast' if scale['bf16'] else 'fp32'}."
     )
@@ -472,6 +478,8 @@ def _table5(figures: Figures) -> str:
     lines = [
         "## Table 5: SentEval transfer (accuracy of logistic regression on frozen embeddings)",
         "",
+        _transfer_protocol(figures),
+        "",
         f"| Source | Model | {' | '.join(columns)} | Avg. | MRPC F1 |",
         "|---|---|" + "---|" * (len(columns) + 2),
     ]
@@ -490,6 +498,24 @@ def _table5(figures: Figures) -> str:
             f"| ours | {name} | {' | '.join(_fmt(a) for a in accuracies)} | {_fmt(average)} | {_fmt(f1)} |"
         )
     return "\n".join(lines)
+
+
+TRANSFER_PROTOCOLS = {
+    "senteval": "`senteval`, SentEval's default protocol (PyTorch logistic regression, Adam, L2 "
+    "strength by nested 10-fold cross-validation, early stopping), as the paper's figures were made",
+    "fast": "`fast` (scikit-learn on standardised features, 3-fold inner search, blank lines dropped): "
+    "it reads 0.2 to 2.3 points above SentEval's own protocol on the same vectors, so these rows are "
+    "not comparable with the paper's; re-run the `table5` cells to get the `senteval` protocol",
+}
+
+
+def _transfer_protocol(figures: Figures) -> str:
+    """Which classifier protocol made Table 5's rows (results made before ``senteval`` existed used ``fast``)."""
+    cells = ("table5/glove", "table5/bundled", "table5/nli", "table5/stsb")
+    used = sorted(
+        {result.get("protocol", "fast") for c in cells if (result := figures.result(c)) is not None}
+    )
+    return "Protocol: " + "; ".join(TRANSFER_PROTOCOLS.get(name, f"`{name}`") for name in used) + "."
 
 
 def _table6(figures: Figures) -> str:
