@@ -22,7 +22,7 @@ def test_matrix_values_against_numpy() -> None:
 @pytest.mark.parametrize("name", list(PAIRWISE))
 def test_pairwise_is_matrix_diagonal(name: str) -> None:
     pairwise = PAIRWISE[name](A[:3], B)
-    np.testing.assert_allclose(pairwise, torch.diagonal(MATRIX[name](A[:3], B)), atol=1e-4)
+    np.testing.assert_allclose(pairwise, np.diagonal(MATRIX[name](A[:3], B)), atol=1e-4)
 
 
 def test_single_vectors_are_accepted() -> None:
@@ -32,3 +32,15 @@ def test_single_vectors_are_accepted() -> None:
 def test_unknown_name() -> None:
     with pytest.raises(ValueError, match="cosine, dot, euclidean, manhattan"):
         similarity_function("jaccard")
+
+
+@pytest.mark.parametrize("function", [*MATRIX.values(), *PAIRWISE.values()])
+def test_numpy_in_numpy_out_tensor_in_tensor_out(function) -> None:  # type: ignore[no-untyped-def]
+    from_numpy = function(A[:3], B)
+    assert isinstance(from_numpy, np.ndarray) and from_numpy.dtype == np.float32  # like encode()
+    a = torch.from_numpy(A[:3]).requires_grad_()
+    from_tensor = function(a, B)  # one tensor side is enough: the losses need gradients
+    assert isinstance(from_tensor, torch.Tensor)
+    np.testing.assert_allclose(from_tensor.detach().numpy(), from_numpy, atol=1e-6)
+    from_tensor.sum().backward()
+    assert a.grad is not None

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     print("Cosine similarity")
     vectors = model.encode(TABLE_SENTENCES)
-    print(format_matrix(TABLE_SENTENCES, cosine_matrix(vectors, vectors).numpy()), "\n")
+    print(format_matrix(TABLE_SENTENCES, cosine_matrix(vectors, vectors)), "\n")
 
     corpus = demo_corpus()
     corpus_vectors = model.encode(corpus)

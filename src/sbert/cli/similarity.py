@@ -7,7 +7,7 @@ import argparse
 import numpy as np
 
 from sbert.cli.common import add_model_arguments, load_model
-from sbert.similarity import MATRIX, similarity_function
+from sbert.similarity import MATRIX, ArrayLike, similarity_function
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,13 +23,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give at least two sentences to compare")
     model = load_model(args)
     vectors = model.encode(args.sentences)
-    matrix = similarity_function(args.metric)(vectors, vectors).numpy()
+    matrix = similarity_function(args.metric)(vectors, vectors)
     print(format_matrix(args.sentences, matrix))
     return 0
 
 
-def format_matrix(labels: list[str], matrix: np.ndarray, width: int = 40) -> str:
+def format_matrix(labels: list[str], matrix: ArrayLike, width: int = 40) -> str:
     """A plain-text table: one row per sentence, columns numbered."""
+    matrix = np.asarray(matrix)
     short = [label if len(label) <= width else label[: width - 1] + "…" for label in labels]
     header = " " * (width + 5) + "".join(f"{j + 1:>8}" for j in range(len(labels)))
     rows = [

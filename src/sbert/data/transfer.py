@@ -44,7 +44,9 @@ def read_binary_task(
     for relative, label in BINARY_TASK_FILES[task]:
         path = dataset_file(data_dir, f"senteval_transfer/{relative}", task)
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        sentences.extend(LabeledSentence(line.strip(), label) for line in lines if keep_blank_lines or line.strip())
+        sentences.extend(
+            LabeledSentence(line.strip(), label) for line in lines if keep_blank_lines or line.strip()
+        )
     return sentences
 
 

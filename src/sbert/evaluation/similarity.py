@@ -55,7 +55,7 @@ class SimilarityEvaluator:
         gold = np.array([p.score for p in self.pairs], dtype=np.float64)
         scores: dict[str, float] = {}
         for similarity, function in PAIRWISE.items():
-            predicted = function(u, v).double().numpy()
+            predicted = np.asarray(function(u, v), dtype=np.float64)
             scores[f"spearman_{similarity}"] = correlation(spearmanr, predicted, gold)
             scores[f"pearson_{similarity}"] = correlation(pearsonr, predicted, gold)
         return scores
