@@ -219,10 +219,13 @@ class _Trainer:
         """One Adam step of every live model on its minibatch: cross-entropy averaged over the batch."""
         g, b = rows.shape
         r, c = self.strengths, self.classes
-        x = self.x[rows]  # (g, b, dim)
-        logits = torch.baddbmm(self.bias.unsqueeze(1), x, self.weight)  # (g, b, r·c)
-        gradient = logits.view(g, b, r, c).softmax(dim=-1)
-        target = self.y[rows].view(g, b, 1, 1).expand(g, b, r, 1)
+        flat = rows.reshape(-1)
+        x = self.x.index_select(0, flat).view(g, b, -1)  # (g, b, dim); index_select: 2x faster than x[rows]
+        logits = torch.baddbmm(self.bias.unsqueeze(1), x, self.weight).view(g, b, r, c)
+        # softmax over the classes, spelled out: torch's kernel is 5x slower on a last dimension of 2
+        gradient = (logits - logits.amax(dim=-1, keepdim=True)).exp_()
+        gradient /= gradient.sum(dim=-1, keepdim=True)
+        target = self.y.index_select(0, flat).view(g, b, 1, 1).expand(g, b, r, 1)
         gradient.scatter_add_(-1, target, torch.full(target.shape, -1.0))
         if (counts == b).all():
             gradient /= b
