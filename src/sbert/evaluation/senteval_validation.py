@@ -99,7 +99,8 @@ def inner_kfold(x: np.ndarray, y: np.ndarray, classes: int, settings: SentEvalSe
 
     Example:
         >>> x = np.repeat(np.eye(2, dtype=np.float32), 30, axis=0)
-        >>> inner_kfold(x, np.repeat([0, 1], 30), 2, SentEvalSettings(folds=3)).accuracy
+        >>> quick = SentEvalSettings(folds=3, classifier=ClassifierSettings(learning_rate=0.05))
+        >>> inner_kfold(x, np.repeat([0, 1], 30), 2, quick).accuracy
         100.0
     """
     seed = settings.classifier.seed

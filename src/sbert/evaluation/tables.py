@@ -37,6 +37,22 @@ def _name(label: str) -> str:
     return label.removeprefix("ours: ")
 
 
+def _paper_rows(
+    table: dict[str, tuple[float, ...]],
+    all_columns: Sequence[str],
+    averages: dict[str, float],
+    columns: Sequence[str],
+    extra: str,
+) -> list[str]:
+    """The paper's rows narrowed to ``columns``; its printed average when no column is left out."""
+    lines = []
+    for row, values in table.items():
+        chosen = [dict(zip(all_columns, values))[c] for c in columns]
+        average = averages[row] if len(columns) == len(values) else _average(chosen)
+        lines.append(f"| paper | {row} | {_cells(chosen)} | {_cells([average])} |{extra}")
+    return lines
+
+
 def sts_table(measured: dict[str, dict[str, float]], precision: str) -> str:
     """Table 1: Spearman × 100 (cosine) per STS set, STS12-16 pooled as the paper."""
     columns = [c for c in paper.TABLE1_COLUMNS if any(c in row for row in measured.values())]
@@ -46,10 +62,7 @@ def sts_table(measured: dict[str, dict[str, float]], precision: str) -> str:
         f"| Source | Model | {' | '.join(columns)} | Avg. |",
         "|---|---|" + "---|" * (len(columns) + 1),
     ]
-    for row, values in paper.TABLE1.items():
-        chosen = [dict(zip(paper.TABLE1_COLUMNS, values))[c] for c in columns]
-        average = paper.TABLE1_AVERAGES[row] if len(columns) == len(values) else _average(chosen)
-        lines.append(f"| paper | {row} | {_cells(chosen)} | {_cells([average])} |")
+    lines += _paper_rows(paper.TABLE1, paper.TABLE1_COLUMNS, paper.TABLE1_AVERAGES, columns, "")
     for label, row_values in measured.items():
         ours = [row_values.get(c) for c in columns]
         lines.append(f"| ours | {_name(label)} | {_cells(ours)} | {_cells([_average(ours)])} |")
@@ -99,10 +112,7 @@ def transfer_table(measured: dict[str, dict[str, dict]], precision: str, protoco
         f"| Source | Model | {' | '.join(columns)} | Avg. | MRPC F1 |",
         "|---|---|" + "---|" * (len(columns) + 2),
     ]
-    for row, values in paper.TABLE5.items():
-        chosen = [dict(zip(paper.TABLE5_COLUMNS, values))[c] for c in columns]
-        average = paper.TABLE5_AVERAGES[row] if len(columns) == len(values) else _average(chosen)
-        lines.append(f"| paper | {row} | {_cells(chosen)} | {_cells([average])} | - |")
+    lines += _paper_rows(paper.TABLE5, paper.TABLE5_COLUMNS, paper.TABLE5_AVERAGES, columns, " - |")
     for label, tasks in measured.items():
         ours = [tasks[c]["accuracy"] if c in tasks else None for c in columns]
         f1 = tasks.get("MRPC", {}).get("f1")
