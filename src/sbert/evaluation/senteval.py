@@ -49,7 +49,7 @@ from sbert.data.transfer import (
     read_sst2,
     read_trec,
 )
-from sbert.evaluation import senteval_validation as protocol
+from sbert.evaluation import senteval_validation as validation
 from sbert.evaluation.senteval_validation import SentEvalSettings
 from sbert.evaluation.similarity import Encoder
 from sbert.evaluation.sts import encode_once
@@ -269,25 +269,23 @@ def _senteval_task(
         first_class = BINARY_TASK_FILES[task][0][1]  # SentEval's label 1 (positive, objective)
         data = read_binary_task(task, data_dir, keep_blank_lines=True)
         [(x, y)] = senteval_features(model, [data], lambda label: int(label == first_class), batch_size)
-        outcome = protocol.inner_kfold(x, y, 2, settings)
+        outcome = validation.inner_kfold(x, y, 2, settings)
         sizes = (len(y), len(y))
-    elif task in ("SST2", "TREC"):
+    else:
         if task == "SST2":
             parts = [read_sst2(split, data_dir, skip) for split in ("train", "dev", "test")]
             train, dev, test = senteval_features(model, parts, int, batch_size)
-            outcome = protocol.split(train, dev, test, 2, settings)
-        else:
+            outcome = validation.split(train, dev, test, 2, settings)
+        elif task == "TREC":
             parts = [read_trec(split, data_dir, skip) for split in ("train", "test")]
             train, test = senteval_features(model, parts, TREC_LABELS.index, batch_size)
-            outcome = protocol.kfold(train, test, len(TREC_LABELS), settings)
-        sizes = (len(train[1]), len(test[1]))
-    else:
-        pairs = [read_mrpc(split, data_dir, skip) for split in ("train", "test")]
-        train, test = pair_features(
-            model, *[_senteval_pair_order(part) for part in pairs], batch_size=batch_size
-        )
-        train, test = ((x, y.astype(np.int64)) for x, y in (train, test))
-        outcome = protocol.kfold(train, test, 2, settings)
+            outcome = validation.kfold(train, test, len(TREC_LABELS), settings)
+        else:
+            pairs = [_senteval_pair_order(read_mrpc(split, data_dir, skip)) for split in ("train", "test")]
+            train, test = (
+                (x, y.astype(np.int64)) for x, y in pair_features(model, *pairs, batch_size=batch_size)
+            )
+            outcome = validation.kfold(train, test, 2, settings)
         sizes = (len(train[1]), len(test[1]))
     result = TransferResult(
         outcome.accuracy,
