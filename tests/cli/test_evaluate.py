@@ -91,7 +91,8 @@ def test_evaluate_precision_and_protocol_options(
     write_data(tmp_path)
     out = tmp_path / "eval.json"
     args = ["evaluate", "all", "--model", str(tiny_model_dir), "--data-dir", str(tmp_path), "--sets", "STSb"]
-    assert main([*args, "--tasks", "MR", "--precision", "bfloat16", "--protocol", "fast", "-o", str(out)]) == 0
+    options = ["--tasks", "MR", "--precision", "bfloat16", "--protocol", "fast", "-o", str(out)]
+    assert main([*args, *options]) == 0
     printed = capsys.readouterr().out
     precision = SentenceEncoder.from_pretrained(str(tiny_model_dir), precision="bfloat16").precision
     assert f"protocol fast: scikit-learn, not comparable with the paper); precision {precision}" in printed
