@@ -1,9 +1,9 @@
 """Calibrated OpenVINO graphs kept on disk, so int8 calibration runs once per machine, not per process.
 
-Calibrating takes about 5 s; reading the stored graph back takes about 0.05 s. A graph is stored
-under a fingerprint of everything it was made from (the module's structure and weights, the
-calibration token ids, the recipe, and the library versions), so changed weights or a new
-calibration set never reuse a stale graph.
+Calibrating takes about 5 s; reading the stored graph back, its checksum checked, a fraction of a
+second. A graph is stored under a fingerprint of everything it was made from (the module's structure
+and weights, the calibration token ids, the recipe, and the library versions), so changed weights or
+a new calibration set never reuse a stale graph.
 
 Location: ``$SBERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/sbert``, else ``~/.cache/sbert``; the graphs lie
 in its ``openvino/`` folder (about 40 MB each for all-MiniLM-L6-v2), the :data:`MAX_GRAPHS` most
