@@ -29,7 +29,7 @@ spec.loader.exec_module(files)
 
 # The child pauses after every step replace_dir takes on the file system (a rename, or the exchange)
 # and announces it, so the test can kill it at the exact moment between two steps.
-REPLACE_IN_CHILD = LOAD_FILES + """
+REPLACE_IN_CHILD = """
 import os, sys, time
 from pathlib import Path
 
@@ -52,7 +52,7 @@ files._between_steps = pause
 files.replace_dir(new, target)
 """
 
-WRITE_IN_CHILD = LOAD_FILES + """
+WRITE_IN_CHILD = """
 import sys, time
 target, ready = sys.argv[1:]
 with files.atomic_path(target) as tmp:
@@ -64,7 +64,7 @@ with files.atomic_path(target) as tmp:
 
 
 def _child(script: str, *args: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)])
+    return subprocess.Popen([sys.executable, "-c", LOAD_FILES + script, *map(str, args)])
 
 
 def _kill_when_ready(child: subprocess.Popen[bytes], ready: Path, timeout: float = 30) -> None:
@@ -123,7 +123,9 @@ def test_exchange_swaps_two_directories(tmp_path: Path) -> None:
     assert (first / "part-0.txt").read_text() == "b 0" and (second / "part-0.txt").read_text() == "a 0"
 
 
-def test_without_an_exchange_replace_dir_still_replaces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_an_exchange_replace_dir_still_replaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(files, "_exchange", lambda first, second: False)  # e.g. macOS, or a FUSE mount
     target = _fill(tmp_path / "model", "old")
     replace_dir(_fill(tmp_path / "staged", "new"), target)
