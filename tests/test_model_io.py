@@ -126,6 +126,10 @@ def test_pooling_of_the_wrong_dimension_is_refused_at_load(
     config_file.write_text(json.dumps(config))
     with pytest.raises(ModelLoadError, match=r"1_Pooling/config.json: word_embedding_dimension is 384.* 32"):
         SentenceEncoder.from_pretrained(tmp_path / "m")
+    del config["word_embedding_dimension"]
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"1_Pooling/config.json: word_embedding_dimension None is not"):
+        SentenceEncoder.from_pretrained(tmp_path / "m")
 
 
 def test_dense_of_the_wrong_input_size_is_refused_at_load(

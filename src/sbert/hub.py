@@ -77,7 +77,7 @@ def is_hub_id(name: str) -> bool:
         >>> is_hub_id("sentence-transformers/all-mpnet-base-v2"), is_hub_id("./models/mine")
         (True, False)
     """
-    return bool(_HUB_ID.match(name)) and not Path(name.split("/")[0]).expanduser().is_dir()
+    return bool(_HUB_ID.match(name)) and not Path(name.split("/")[0]).is_dir()
 
 
 def download(repo_id: str, looked_in: Path | None = None) -> Path:
