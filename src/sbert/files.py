@@ -40,8 +40,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     Example:
         >>> import numpy as np, tempfile, os
         >>> target = os.path.join(tempfile.mkdtemp(), "vectors.npy")
-        >>> with atomic_path(target) as tmp:
-        ...     np.save(tmp, np.zeros(3))
+        >>> with atomic_path(target) as tmp, tmp.open("wb") as handle:  # a handle: np.save(path) adds .npy
+        ...     np.save(handle, np.zeros(3))
         >>> np.load(target).shape
         (3,)
     """
