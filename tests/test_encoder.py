@@ -217,3 +217,64 @@ def test_bad_or_empty_input_compiles_no_engine(tiny_model_dir, monkeypatch: pyte
     with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
         model.encode(["fine", 7])
     assert model.encode([]).shape == (0, model.dim)
+
+
+class _Frame:
+    """Iterates over its column names, like a pandas DataFrame."""
+
+    columns = ("text",)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.columns)
+
+
+@pytest.mark.parametrize(
+    ("sentences", "problem"),
+    [
+        ({"a": "first text"}, "sentences is a dict, which iterates over its keys"),
+        (_Frame(), "sentences is a _Frame, which iterates over its keys or column names"),
+        (b"abc", "sentences is bytes: decode it"),
+        ({"a", "b"}, "sentences is a set, which has no order"),
+        (None, "sentences is None, expected a string or a list of strings"),
+        (5, "sentences is int, expected a string or a list of strings"),
+    ],
+)
+def test_what_is_not_a_list_of_texts_is_refused(
+    tiny_encoder: SentenceEncoder, sentences: object, problem: str
+) -> None:
+    with pytest.raises(TypeError, match=problem):
+        tiny_encoder.encode(sentences)  # type: ignore[arg-type]
+
+
+def test_ordered_collections_of_texts_are_embedded(tiny_encoder: SentenceEncoder) -> None:
+    expected = tiny_encoder.encode(SENTENCES)
+    for same in (
+        tuple(SENTENCES),
+        np.array(SENTENCES),
+        (s for s in SENTENCES),
+        dict.fromkeys(SENTENCES).keys(),
+    ):
+        np.testing.assert_allclose(tiny_encoder.encode(same), expected, atol=1e-6)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "problem"),
+    [
+        ({"batch_size": 1.5}, TypeError, "batch_size must be a whole number, got 1.5"),
+        ({"batch_size": True}, TypeError, "batch_size must be a whole number, got True"),
+        ({"batch_size": 0}, ValueError, "batch_size must be at least 1, got 0"),
+        ({"max_tokens": "64"}, TypeError, "max_tokens must be a whole number, got '64'"),
+        ({"precision": ""}, ValueError, "unknown precision ''"),
+    ],
+)
+def test_bad_arguments_are_refused(
+    tiny_encoder: SentenceEncoder, arguments: dict[str, object], error: type[Exception], problem: str
+) -> None:
+    with pytest.raises(error, match=problem):
+        tiny_encoder.encode(SENTENCES, **arguments)  # type: ignore[arg-type]
+    assert tiny_encoder.encode(SENTENCES, batch_size=np.int64(2)).shape == (len(SENTENCES), tiny_encoder.dim)
+
+
+def test_a_name_given_to_the_constructor_points_to_from_pretrained() -> None:
+    with pytest.raises(TypeError, match=r"SentenceEncoder.from_pretrained\('all-MiniLM-L6-v2'\)"):
+        SentenceEncoder("all-MiniLM-L6-v2")  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from sbert import ModelLoadError, SentenceEncoder
+from sbert.hub import bundled_model_path
 from sbert.modules import Dense, Normalize
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the park", ""]
@@ -92,3 +93,72 @@ def test_unknown_module_type_is_refused(tiny_encoder: SentenceEncoder, tmp_path:
     (tmp_path / "m" / "modules.json").write_text(json.dumps(modules))
     with pytest.raises(ModelLoadError, match="my_package.Custom"):
         SentenceEncoder.from_pretrained(tmp_path / "m")
+
+
+@pytest.mark.parametrize(
+    ("modules", "problem"),
+    [
+        ({"0": "Transformer"}, "expected a list of modules"),
+        (["0_Transformer", "1_Pooling"], "entry 0 is a JSON str"),
+        ([{"idx": "first", "path": "", "type": "Transformer"}], "idx 'first' is not a whole number"),
+        ([{"idx": 0, "path": "../elsewhere", "type": "Transformer"}], "leads outside the model directory"),
+        ([{"idx": 0, "path": "/etc", "type": "Transformer"}], "leads outside the model directory"),
+        ([{"idx": 0, "path": "1_Pooling/../..", "type": "Transformer"}], "leads outside"),
+        ([{"idx": 0, "path": ["0"], "type": "Transformer"}], "is not a string"),
+    ],
+)
+def test_malformed_modules_json_is_refused_with_a_message(
+    tiny_encoder: SentenceEncoder, tmp_path: Path, modules: object, problem: str
+) -> None:
+    tiny_encoder.save(tmp_path / "m")
+    (tmp_path / "m" / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(ModelLoadError, match=rf"modules.json: .*{problem}"):
+        SentenceEncoder.from_pretrained(tmp_path / "m")
+
+
+def test_pooling_of_the_wrong_dimension_is_refused_at_load(
+    tiny_encoder: SentenceEncoder, tmp_path: Path
+) -> None:
+    tiny_encoder.save(tmp_path / "m")
+    config_file = tmp_path / "m" / "1_Pooling" / "config.json"
+    config = json.loads(config_file.read_text())
+    config["word_embedding_dimension"] = 384  # the transformer's vectors have 32
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match=r"1_Pooling/config.json: word_embedding_dimension is 384.* 32"):
+        SentenceEncoder.from_pretrained(tmp_path / "m")
+    del config["word_embedding_dimension"]
+    config_file.write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"1_Pooling/config.json: word_embedding_dimension None is not"):
+        SentenceEncoder.from_pretrained(tmp_path / "m")
+
+
+def test_dense_of_the_wrong_input_size_is_refused_at_load(
+    tiny_encoder: SentenceEncoder, tmp_path: Path
+) -> None:
+    model = SentenceEncoder(tiny_encoder.transformer, tiny_encoder.pooling, [Dense(32, 8), Dense(8, 4)])
+    model.save(tmp_path / "m")
+    modules = json.loads((tmp_path / "m" / "modules.json").read_text())
+    (tmp_path / "m" / "modules.json").write_text(json.dumps([m for m in modules if m["path"] != "2_Dense"]))
+    with pytest.raises(
+        ModelLoadError, match="a Dense layer takes 8 dimensions, but the layer before it gives 32"
+    ):
+        SentenceEncoder.from_pretrained(tmp_path / "m")
+
+
+def test_string_idx_of_digits_is_read(tiny_encoder: SentenceEncoder, tmp_path: Path) -> None:
+    tiny_encoder.save(tmp_path / "m")
+    modules = json.loads((tmp_path / "m" / "modules.json").read_text())
+    for entry in modules:
+        entry["idx"] = str(entry["idx"])
+    (tmp_path / "m" / "modules.json").write_text(json.dumps(modules))
+    assert SentenceEncoder.from_pretrained(tmp_path / "m").pooling.mode == tiny_encoder.pooling.mode
+
+
+def test_source_is_the_absolute_path_loaded(
+    tiny_encoder: SentenceEncoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiny_encoder.save(tmp_path / "models" / "mine")
+    monkeypatch.chdir(tmp_path)
+    loaded = SentenceEncoder.from_pretrained("models/mine")
+    assert loaded.source == str((tmp_path / "models" / "mine").resolve())
+    assert SentenceEncoder.from_pretrained().source == str(bundled_model_path().resolve())

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +43,9 @@ from sbert import __version__
 from sbert.batching import length_sorted_batches
 from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 from sbert.errors import ModelLoadError
+from sbert.files import replace_dir, staging_dir
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.model_io import read_json, replace_dir
+from sbert.model_io import read_json
 from sbert.modules.transformer import default_max_seq_length, load_fast_tokenizer, quiet_transformers
 
 logger = logging.getLogger("sbert")
@@ -286,8 +286,7 @@ class CrossEncoder(nn.Module):
     def save(self, path: str | Path) -> None:
         """Write a Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        staging = staging_dir(path)
         try:
             self.model.config.sentence_transformers = {
                 "activation_fn": _ACTIVATIONS.get(self.num_labels, "torch.nn.modules.linear.Identity"),

@@ -7,7 +7,8 @@ module), and at inference a sentence goes through alone to give its fixed-size v
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+import numbers
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,11 @@ class SentenceEncoder(nn.Module):
         layers: Modules applied to the pooled vector, in order.
         name: What the model was loaded from, for display.
 
+    Attributes:
+        source: The absolute, resolved path of the directory the model was loaded from
+            (:meth:`from_pretrained`), which indexes and stores record; ``None`` for a model built
+            in memory.
+
     Example:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained()          # bundled all-MiniLM-L6-v2
@@ -55,11 +61,19 @@ class SentenceEncoder(nn.Module):
         layers: Sequence[nn.Module] = (),
         name: str | None = None,
     ) -> None:
+        if not isinstance(transformer, Transformer):
+            hint = (
+                f"; to load a model by name or path use SentenceEncoder.from_pretrained({transformer!r})"
+                if isinstance(transformer, str | Path)
+                else ""
+            )
+            raise TypeError(f"SentenceEncoder takes a Transformer, not {type(transformer).__name__}{hint}")
         super().__init__()
         self.transformer = transformer
         self.pooling = pooling or Pooling(transformer.dim)
         self.layers = nn.ModuleList(layers)
         self.name = name or "unnamed"
+        self.source: str | None = None
         self.requested_precision = "auto"
         self.requested_backend = "auto"
         self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
@@ -106,6 +120,7 @@ class SentenceEncoder(nn.Module):
         path = resolve_model_path(name_or_path)
         transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
         model = cls(transformer, pooler, layers, name=str(name_or_path or DEFAULT_MODEL))
+        model.source = str(path)
         model.eval()
         model.requested_precision = precision
         model.requested_backend = backend
@@ -189,15 +204,20 @@ class SentenceEncoder(nn.Module):
                 ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
 
         Raises:
-            TypeError: an item is not a string (the message names its index and type).
+            TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
+                a DataFrame, bytes, a set, ``None``...), an item is not a string (the message names
+                its index and type), or ``batch_size`` or ``max_tokens`` is not a whole number.
             ValueError: an unknown ``precision``, or ``batch_size`` or ``max_tokens`` below 1.
         """
+        # Every check before an engine is compiled or calibrated: bad input fails at once.
+        _check_count("batch_size", batch_size)
+        if max_tokens is not None:
+            _check_count("max_tokens", max_tokens)
         run_precision = resolve_precision(
-            precision or self.requested_precision, self.device, self.requested_backend
+            self.requested_precision if precision is None else precision, self.device, self.requested_backend
         )
         single = isinstance(sentences, str)
-        texts: list[str] = [sentences] if isinstance(sentences, str) else list(sentences)
-        check_texts(texts)  # before an engine is compiled or calibrated: bad input fails at once
+        texts = as_texts(sentences)
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
         if texts:
             backend = resolve_backend(self.requested_backend, self.device, run_precision)
@@ -296,6 +316,45 @@ class SentenceEncoder(nn.Module):
     def _autocast_forward(self, features: dict[str, Tensor]) -> Tensor:
         with torch.autocast(self.device.type, dtype=torch.bfloat16):
             return self(features).float()
+
+
+def as_texts(sentences: object) -> list[str]:
+    """``sentences`` (one string, or an ordered collection of strings) as a list of strings.
+
+    Raises:
+        TypeError: for what iterates to something other than its texts: a dict or a DataFrame (keys
+            or column names), bytes (integers), a set (no order to return vectors in); ``None`` or a
+            number; or an item that is not a string.
+
+    Example:
+        >>> as_texts("one"), as_texts(("a", "b"))
+        (['one'], ['a', 'b'])
+    """
+    if isinstance(sentences, str):
+        return [sentences]
+    kind = "None" if sentences is None else type(sentences).__name__
+    if isinstance(sentences, bytes | bytearray | memoryview):
+        raise TypeError(f"sentences is {kind}: decode it to str first, e.g. data.decode('utf-8')")
+    if isinstance(sentences, Mapping) or hasattr(sentences, "columns"):
+        raise TypeError(
+            f"sentences is a {kind}, which iterates over its keys or column names: pass a list of "
+            "strings, e.g. list(d.values()) or df['text'].tolist()"
+        )
+    if isinstance(sentences, set | frozenset):  # dict keys, also a Set, keep their order
+        raise TypeError(f"sentences is a {kind}, which has no order to return vectors in: pass a list")
+    if not isinstance(sentences, Iterable):
+        raise TypeError(f"sentences is {kind}, expected a string or a list of strings")
+    texts = list(sentences)
+    check_texts(texts)
+    return texts
+
+
+def _check_count(name: str, value: object) -> None:
+    """``TypeError`` unless ``value`` is a whole number (not a bool), ``ValueError`` if below 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
 
 
 def check_texts(texts: Sequence[object]) -> None:

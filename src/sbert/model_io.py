@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from torch import nn
 
 from sbert import __version__
 from sbert.errors import ModelLoadError
+from sbert.files import replace_dir, staging_dir
 from sbert.modules import Dense, Normalize, Pooling, Transformer
 
 _ST_TYPES = {
@@ -53,13 +54,14 @@ def load_modules(
         plain = Transformer.load(path, max_seq_length=max_seq_length)
         return plain, Pooling(plain.dim, pooling or "mean"), []
 
-    entries = read_json(path / "modules.json")
+    modules_file = path / "modules.json"
     transformer: Transformer | None = None
     pooler: Pooling | None = None
+    pooling_file = modules_file
     layers: list[nn.Module] = []
-    for entry in sorted(entries, key=lambda e: int(e.get("idx", 0))):
+    for entry in _module_entries(modules_file):
         kind = str(entry.get("type", "")).rsplit(".", 1)[-1]
-        folder = path / entry.get("path", "")
+        folder = path / entry["path"]
         if kind == "Transformer":
             settings = _optional_json(folder / "sentence_bert_config.json")
             transformer = Transformer.load(
@@ -68,8 +70,8 @@ def load_modules(
                 do_lower_case=bool(settings.get("do_lower_case", False)),
             )
         elif kind == "Pooling":
-            config_file = folder / "config.json"
-            pooler = Pooling.from_config(read_json(config_file), source=str(config_file))
+            pooling_file = folder / "config.json"
+            pooler = Pooling.from_config(read_json(pooling_file), source=str(pooling_file))
             if pooling is not None:
                 pooler = Pooling(pooler.dim, pooling)
         elif kind == "Dense":
@@ -78,21 +80,60 @@ def load_modules(
             layers.append(Normalize())
         else:
             raise ModelLoadError(
-                f"{path / 'modules.json'}: module type {entry.get('type')!r} is not supported "
+                f"{modules_file}: module type {entry.get('type')!r} is not supported "
                 f"(sbert reads {', '.join(_ST_TYPES)})"
             )
     if transformer is None:
-        raise ModelLoadError(f"{path / 'modules.json'}: lists no Transformer module")
+        raise ModelLoadError(f"{modules_file}: lists no Transformer module")
     if pooler is None:
         pooler = Pooling(transformer.dim, pooling or "mean")
+    if pooler.dim != transformer.dim:  # else it fails only at the first encode()
+        raise ModelLoadError(
+            f"{pooling_file}: word_embedding_dimension is {pooler.dim}, but the transformer's "
+            f"vectors have {transformer.dim} dimensions"
+        )
+    dim = pooler.dim
+    for layer in layers:
+        if isinstance(layer, Dense):
+            if layer.in_features != dim:
+                raise ModelLoadError(
+                    f"{modules_file}: a Dense layer takes {layer.in_features} dimensions, "
+                    f"but the layer before it gives {dim}"
+                )
+            dim = layer.out_features
     return transformer, pooler, layers
+
+
+def _module_entries(modules_file: Path) -> list[dict[str, Any]]:
+    """The entries of ``modules.json`` in ``idx`` order, each with a ``path`` inside the model directory."""
+    entries = read_json(modules_file)
+    if not isinstance(entries, list):
+        raise ModelLoadError(
+            f"{modules_file}: expected a list of modules (objects with idx, path and type), "
+            f"got a JSON {type(entries).__name__}"
+        )
+    checked = []
+    for position, entry in enumerate(entries):
+        where = f"{modules_file}: entry {position}"
+        if not isinstance(entry, dict):
+            raise ModelLoadError(f"{where} is a JSON {type(entry).__name__}, expected an object")
+        idx = entry.get("idx", position)
+        if not re.fullmatch(r"[0-9]+", str(idx)):  # an int or a string of digits; not True, 1.5 or "a"
+            raise ModelLoadError(f"{where}: idx {idx!r} is not a whole number")
+        folder = entry.get("path", "")
+        if not isinstance(folder, str):
+            raise ModelLoadError(f"{where}: path {folder!r} is not a string")
+        normal = os.path.normpath(folder.replace("\\", "/")) if folder else ""
+        if os.path.isabs(normal) or normal == ".." or normal.startswith("../"):
+            raise ModelLoadError(f"{where}: path {folder!r} leads outside the model directory")
+        checked.append({**entry, "idx": int(idx), "path": folder})
+    return sorted(checked, key=lambda e: e["idx"])
 
 
 def save_modules(path: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module]) -> None:
     """Write a model directory atomically: built under a temporary name, then renamed into place."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    staging = staging_dir(path)
     try:
         _write_modules(staging, transformer, pooling, layers)
         replace_dir(staging, path)
@@ -158,18 +199,3 @@ def _optional_json(path: Path) -> dict[str, Any]:
 
 def _write_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-
-
-def replace_dir(new: Path, target: Path) -> None:
-    """Move ``new`` to ``target``; an existing ``target`` is only removed once the new one is in place."""
-    if not target.exists():
-        os.replace(new, target)
-        return
-    old = target.with_name(f".{target.name}.old-{os.getpid()}")
-    os.replace(target, old)
-    try:
-        os.replace(new, target)
-    except BaseException:
-        os.replace(old, target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,22 @@ def test_triplets_and_positive_pairs(tmp_path: Path) -> None:
     assert read_positive_pairs_or_triplets(pairs) == [LabeledPair("a", "b", "")]
     with pytest.raises(ValueError, match="format"):
         read_triplets(write(tmp_path / "t.txt", "x"))
+
+
+@pytest.mark.parametrize("name", ["pairs.csv", "pairs.tsv", "pairs.jsonl"])
+def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path: Path, name: str) -> None:
+    rows = [("A man sleeps.", "A man rests.", "4.5"), ("Caf\xe9 au lait.", "A coffee.", "3.0")]
+    if name.endswith(".jsonl"):
+        lines = [
+            json.dumps(dict(zip(("sentence1", "sentence2", "score"), row)), ensure_ascii=False)
+            for row in rows
+        ]
+    else:
+        separator = "," if name.endswith(".csv") else "\t"
+        lines = [separator.join(row) for row in [("sentence1", "sentence2", "score"), *rows]]
+    path = tmp_path / name
+    path.write_bytes("\n".join([*lines, ""]).encode("latin-1"))  # é is the one byte e9: not UTF-8
+    with pytest.raises(DataFormatError, match=rf"{name}:{len(lines)}: not valid UTF-8 \(bytes e9"):
+        read_scored_pairs(path)
+    with pytest.raises(DataFormatError, match=rf"{name}:{len(lines)}: not valid UTF-8"):
+        read_positive_pairs_or_triplets(path)

@@ -1,8 +1,12 @@
 """The disk cache of calibrated graphs: built once, read back after, never stale, never in the way."""
 
+import contextlib
 import logging
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +16,7 @@ from sbert import SentenceEncoder
 from sbert.inference import graph_cache
 from sbert.inference.graph_cache import cache_dir, fingerprint
 from sbert.inference.openvino_engine import OpenVinoEngine
+from sbert.inference.precision import cpu_has_native_int8
 
 pytest.importorskip("nncf")
 
@@ -90,7 +95,7 @@ def test_unreadable_cached_graph_is_rebuilt(
     stored.write_text("<net", encoding="utf-8")  # cut short
     with caplog.at_level(logging.WARNING, logger="sbert"):
         np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)
-    assert len(calibrations) == 2 and "rebuilding the unreadable cached graph" in caplog.text
+    assert len(calibrations) == 2 and "rebuilding the cached graph" in caplog.text
     np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)  # repaired
     assert len(calibrations) == 2
 
@@ -119,14 +124,16 @@ def test_cache_off_stores_nothing(
     assert len(calibrations) == 2
 
 
-def test_only_the_most_recently_used_graphs_are_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _small_graph() -> Any:
     import openvino as ov
     import openvino.opset13 as ops
 
-    def graph() -> ov.Model:
-        x = ops.parameter([2], np.float32)
-        return ov.Model([ops.relu(x)], [x])
+    x = ops.parameter([2], np.float32)
+    return ov.Model([ops.relu(x)], [x])
 
+
+def test_only_the_most_recently_used_graphs_are_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    graph = _small_graph
     monkeypatch.setenv("SBERT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(graph_cache, "MAX_GRAPHS", 2)
     stored = tmp_path / "openvino"
@@ -137,3 +144,71 @@ def test_only_the_most_recently_used_graphs_are_kept(monkeypatch: pytest.MonkeyP
     graph_cache.load_or_build("a", lambda: pytest.fail("a is stored"))  # read: a is recent again
     graph_cache.load_or_build("c", graph)
     assert sorted(p.name for p in stored.iterdir()) == ["a", "c"]
+
+
+class _Warnings(logging.Handler):
+    """sbert's warnings, caught on its own logger (whatever the root logger's handlers do)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture()
+def sbert_warnings() -> Iterator[list[str]]:
+    handler = _Warnings()
+    logger = logging.getLogger("sbert")
+    logger.addHandler(handler)
+    yield handler.messages
+    logger.removeHandler(handler)
+
+
+def test_an_overwritten_graph_of_the_same_size_is_rebuilt(
+    tiny_encoder: SentenceEncoder, calibrations: list[int], tmp_path: Path, sbert_warnings: list[str]
+) -> None:
+    expected = _vectors(_engine(tiny_encoder), tiny_encoder)
+    (weights,) = (tmp_path / "openvino").glob("*/model.bin")
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # same size, other numbers
+    weights.write_bytes(bytes(data))
+    np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)
+    assert len(calibrations) == 2
+    assert any("model.bin does not match its SHA-256 checksum" in m for m in sbert_warnings)
+    np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)  # repaired
+    assert len(calibrations) == 2
+
+
+@contextlib.contextmanager
+def _full_disk(limit: int = 64) -> Iterator[None]:
+    """Writes past ``limit`` bytes fail with EFBIG in this process, as on a full disk."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an error, not a killed process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+@pytest.mark.skipif(not cpu_has_native_int8(), reason="int8 runs on OpenVINO only with VNNI or AMX")
+def test_int8_runs_from_memory_when_the_cache_cannot_be_written(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sbert_warnings: list[str]
+) -> None:
+    monkeypatch.setenv("SBERT_CACHE_DIR", str(tmp_path / "full"))
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="int8")
+    model.calibration_sentences = CALIBRATION
+    with _full_disk():
+        in_memory = model.encode(SENTENCES)
+        assert model.backend == "openvino" and model.precision == "int8" and "int8" in model._openvino
+        graph_cache.load_or_build("another", _small_graph)  # another graph for the full cache
+    assert [m for m in sbert_warnings if "could not cache" in m] == [sbert_warnings[0]]  # one warning
+    assert not list((tmp_path / "full").rglob("model.xml"))
+    exact = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    assert np.abs(in_memory - exact.encode(SENTENCES)).max() > 1e-4  # it ran int8, not float32

@@ -165,7 +165,32 @@ def _format(path: Path, fmt: str) -> str:
 
 
 def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, row as a dict) for every non-blank row."""
+    """(line number, row as a dict) for every non-blank row.
+
+    Raises:
+        DataFormatError: a malformed row, or bytes that are not UTF-8 (naming the line and column).
+    """
+    try:
+        yield from _decoded_rows(path, fmt)
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+
+
+def _not_utf8(path: Path) -> DataFormatError:
+    """The error for the first line of ``path`` that is not valid UTF-8."""
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad = line[error.start : error.end].hex(" ")
+                return DataFormatError(
+                    path, number, f"not valid UTF-8 (bytes {bad} at byte {error.start + 1} of the line)"
+                )
+    return DataFormatError(path, 1, "not valid UTF-8")
+
+
+def _decoded_rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open(encoding="utf-8", newline="") as handle:
         if fmt == "jsonl":
             for number, line in enumerate(handle, start=1):

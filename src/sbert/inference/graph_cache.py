@@ -1,13 +1,14 @@
 """Calibrated OpenVINO graphs kept on disk, so int8 calibration runs once per machine, not per process.
 
-Calibrating takes about 5 s; reading the stored graph back takes about 0.05 s. A graph is stored
-under a fingerprint of everything it was made from (the module's structure and weights, the
-calibration token ids, the recipe, and the library versions), so changed weights or a new
-calibration set never reuse a stale graph.
+Calibrating takes about 5 s; reading the stored graph back, its checksum checked, a fraction of a
+second. A graph is stored under a fingerprint of everything it was made from (the module's structure
+and weights, the calibration token ids, the recipe, and the library versions), so changed weights or
+a new calibration set never reuse a stale graph.
 
 Location: ``$SBERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/sbert``, else ``~/.cache/sbert``; the graphs lie
 in its ``openvino/`` folder (about 40 MB each for all-MiniLM-L6-v2), the :data:`MAX_GRAPHS` most
-recently used. ``SBERT_CACHE_DIR=off`` turns the cache off.
+recently used. ``SBERT_CACHE_DIR=off`` turns the cache off. Each graph is stored with the SHA-256 of its
+files and read only if they still match, so a graph altered on disk is rebuilt, never served.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -27,12 +27,16 @@ from typing import Any
 import torch
 from torch import nn
 
+from sbert.files import replace_dir, staging_dir
+
 logger = logging.getLogger("sbert")
 
 CACHE_ENV = "SBERT_CACHE_DIR"
 # Every fine-tuned checkpoint gets its own graph; keeping only the most recently used bounds the
 # folder (about 40 MB a graph for all-MiniLM-L6-v2) without a clean-up command.
 MAX_GRAPHS = 8
+CHECKSUM_FILE = "sha256.json"
+_GRAPH_FILES = ("model.xml", "model.bin")
 _VERSIONED = ("sbert", "openvino", "nncf", "torch", "transformers")
 
 
@@ -63,20 +67,20 @@ def fingerprint(module: nn.Module, recipe: dict[str, Any]) -> str:
 def load_or_build(key: str, build: Callable[[], Any]) -> Any:
     """The OpenVINO model stored under ``key``, else ``build()``'s, stored and read back.
 
-    An unreadable stored graph is rebuilt and replaced; a cache that cannot be written is skipped with
-    a warning: neither stops encoding.
+    A stored graph is served only if its files match the checksums written with them; an
+    unreadable or altered one is rebuilt and replaced, with a warning. A cache that cannot be
+    written (a full disk, no permission) leaves the graph just built in memory, with one warning
+    per process: neither stops encoding nor changes what it computes.
     """
-    import openvino as ov
-
     root = cache_dir()
     if root is None:
         return build()
     folder = root / "openvino" / key
     if (folder / "model.xml").is_file():
         try:
-            model = ov.Core().read_model(folder / "model.xml")
-        except Exception as error:  # a truncated or foreign file: rebuild it
-            logger.warning("rebuilding the unreadable cached graph %s (%s)", folder, error)
+            model = _read_verified(folder)
+        except Exception as error:  # truncated, overwritten or foreign files: rebuild them
+            logger.warning("rebuilding the cached graph %s (%s)", folder, error)
         else:
             with contextlib.suppress(OSError):  # a read-only cache still serves
                 os.utime(folder)  # recently used: kept longest
@@ -84,27 +88,59 @@ def load_or_build(key: str, build: Callable[[], Any]) -> Any:
     model = build()
     try:
         _store(model, folder)
-        _forget_all_but_recent(folder.parent, MAX_GRAPHS)
-    except OSError as error:
-        logger.warning("could not cache the calibrated graph in %s (%s)", folder, error)
+        # The stored graph, not the one in memory: OpenVINO reads back constants it folds differently
+        # (vectors 1e-7 apart), and this run should give what every later run gives.
+        stored = _read_verified(folder)
+    except Exception as error:  # OpenVINO reports a full disk as a RuntimeError, not an OSError
+        if str(root) not in _unwritable:
+            _unwritable.add(str(root))
+            detail = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+            logger.warning(
+                "could not cache the calibrated graph in %s (%s); it runs from memory and is "
+                "calibrated again in each process until the cache can be written",
+                folder,
+                detail,
+            )
         return model
-    # The stored graph, not the one in memory: OpenVINO reads back constants it folds differently
-    # (vectors 1e-7 apart), and this run should give what every later run gives.
-    return ov.Core().read_model(folder / "model.xml")
+    with contextlib.suppress(OSError):
+        _forget_all_but_recent(folder.parent, MAX_GRAPHS)
+    return stored
+
+
+_unwritable: set[str] = set()  # cache folders already warned about in this process
 
 
 def _store(model: Any, folder: Path) -> None:
-    """Write to a temporary folder beside ``folder``, then rename: readers never see half a graph."""
+    """Save into a staging folder with a checksum file, then swap it in: readers never see half a graph."""
     import openvino as ov
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
+    staging = staging_dir(folder)
     try:
         ov.save_model(model, staging / "model.xml", compress_to_fp16=False)
-        shutil.rmtree(folder, ignore_errors=True)  # an unreadable copy
-        os.replace(staging, folder)
+        sums = {name: hashlib.sha256((staging / name).read_bytes()).hexdigest() for name in _GRAPH_FILES}
+        (staging / CHECKSUM_FILE).write_text(json.dumps(sums, indent=1) + "\n", encoding="utf-8")
+        replace_dir(staging, folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _read_verified(folder: Path) -> Any:
+    """Read the graph in ``folder`` from the very bytes checked against its SHA-256 sums.
+
+    Raises:
+        ValueError: a file does not match its checksum, or the checksum file is missing.
+    """
+    import openvino as ov
+
+    try:
+        sums = json.loads((folder / CHECKSUM_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"no readable {CHECKSUM_FILE}") from error
+    data = {name: (folder / name).read_bytes() for name in _GRAPH_FILES}
+    for name, content in data.items():
+        if not isinstance(sums, dict) or hashlib.sha256(content).hexdigest() != sums.get(name):
+            raise ValueError(f"{name} does not match its SHA-256 checksum: overwritten or corrupt")
+    return ov.Core().read_model(data["model.xml"], data["model.bin"])
 
 
 def _forget_all_but_recent(root: Path, keep: int) -> None:

@@ -79,7 +79,9 @@ class Pooling(nn.Module):
                 f"this config enables {modes + unsupported or 'none'}"
             )
         dim = config.get("word_embedding_dimension", config.get("embedding_dimension"))
-        return cls(dim=int(dim), mode=modes[0])  # type: ignore[call-overload]
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"{source}: word_embedding_dimension {dim!r} is not a positive whole number")
+        return cls(dim=dim, mode=modes[0])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, mode={self.mode!r}"
