@@ -102,7 +102,7 @@ def native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_precision_and_backend_are_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
-    assert model.precision == ("mixed" if INT8_HERE else "bfloat16")
+    assert model.precision == "bfloat16"
     assert model.backend == ("openvino" if openvino_installed() else "torch")
     model.requested_backend = "torch"
     assert model.precision == "bfloat16"
@@ -207,6 +207,21 @@ def test_token_budget_changes_batches_not_vectors(
     assert sizes and max(sizes) == 1  # 6 padded tokens hold one of these sentences at a time
     with pytest.raises(ValueError, match="max_tokens must be at least 1, got 0"):
         tiny_encoder.encode(SENTENCES, max_tokens=0)
+
+
+def test_auto_never_calibrates(tiny_model_dir, native_bf16: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-line query must not pay seconds of calibration, nor a long input get other vectors."""
+    from sbert.inference import precision
+    from sbert.inference.openvino_engine import OpenVinoEngine
+
+    monkeypatch.setattr(precision, "cpu_has_native_int8", lambda: True)
+    monkeypatch.setattr(OpenVinoEngine, "_quantize", lambda *args: pytest.fail("auto calibrated"))
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
+    assert model.precision == "bfloat16"
+    one = model.encode(SENTENCES[0])
+    many = model.encode(SENTENCES * 300)  # long enough that calibrating would pay for itself
+    assert model.precision == "bfloat16"
+    np.testing.assert_allclose(many[0], one, atol=1e-2, rtol=0)
 
 
 def test_bad_or_empty_input_compiles_no_engine(tiny_model_dir, monkeypatch: pytest.MonkeyPatch) -> None:
