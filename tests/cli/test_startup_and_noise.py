@@ -95,3 +95,18 @@ def test_index_build_shows_only_sbert_messages(tiny_model_dir: Path, tmp_path: P
     assert len(lines) == 1 and lines[0].startswith("indexed 21 sentences"), err
     verbose = _index_build(tiny_model_dir, tmp_path, "-v")
     assert "faiss" in verbose.lower() and "indexed 21 sentences" in verbose  # asked for: others' too
+
+
+def test_the_command_leaves_a_callers_logging_as_it_found_it(tmp_path: Path) -> None:
+    import logging
+
+    from sbert.cli import main
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = []  # a host program that configured no logging
+    try:
+        assert main(["data", "check", str(tmp_path)]) == 1
+        assert (root.level, root.handlers) == (logging.WARNING, [])
+    finally:
+        root.handlers = saved

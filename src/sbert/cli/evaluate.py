@@ -62,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if resolve_data_dir(args.data_dir) is None:
-        raise FileNotFoundError("no data directory; pass --data-dir or set SBERT_DATA")
+        from sbert.data.paths import missing_data_message
+
+        raise FileNotFoundError(missing_data_message("no data directory"))
     model = load_model(args)
     encoders: dict[str, Encoder] = {f"ours: {model.name}": model}
     if args.baselines:
