@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from sbert.data.paths import DATA_ENV, default_data_dir
@@ -34,8 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _data_dir(args: argparse.Namespace) -> str:
-    import os
-
     return args.dir or os.environ.get(DATA_ENV) or str(default_data_dir())
 
 
