@@ -38,6 +38,17 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_venv() -> None:
         assert "torch==2.13.0" in installs[0]
 
 
+def test_readme_gives_the_cpu_and_the_cuda_torch_commands() -> None:
+    readme = (
+        (REPO / "README.md").read_text(encoding="utf-8").split("## Start here", 1)[1].split("\n## ", 1)[0]
+    )
+    assert (
+        "pip install -c constraints.txt torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+        in readme
+    )
+    assert "CUDA build" in readme
+
+
 def test_every_tested_dependency_is_pinned_and_torch_has_no_local_suffix() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
