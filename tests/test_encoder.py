@@ -6,7 +6,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.batching import length_sorted_batches
-from sbert.inference.precision import cpu_has_native_int8, openvino_installed
+from sbert.inference.precision import cpu_has_native_bf16, cpu_has_native_int8, openvino_installed
 
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
 INT8_HERE = cpu_has_native_int8() and openvino_installed(with_nncf=True)
@@ -119,7 +119,10 @@ def test_bfloat16_stays_close_and_batch_independent(
     exact = tiny_encoder.encode(SENTENCES, precision="float32")
     fast = tiny_encoder.encode(SENTENCES, precision="bfloat16")
     cosines = (exact * fast).sum(1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(fast, axis=1)
-    assert 1 - cosines.min() < 0.005 and np.abs(fast - exact).max() > 0  # really ran in bf16
+    assert 1 - cosines.min() < 0.005
+    # Really ran in bf16; OpenVINO keeps float32 on a CPU without native bf16 (this test only
+    # pretends the CPU has it), so there the vectors may equal float32's.
+    assert np.abs(fast - exact).max() > 0 or (backend == "openvino" and not cpu_has_native_bf16())
     alone = np.stack([tiny_encoder.encode(s, precision="bfloat16") for s in SENTENCES])
     np.testing.assert_allclose(
         tiny_encoder.encode(SENTENCES, batch_size=3, precision="bfloat16"), alone, atol=1e-4
