@@ -6,7 +6,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.batching import length_sorted_batches
-from sbert.inference.precision import cpu_has_native_int8, openvino_installed
+from sbert.inference.precision import cpu_has_native_bf16, cpu_has_native_int8, openvino_installed
 
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
 INT8_HERE = cpu_has_native_int8() and openvino_installed(with_nncf=True)
@@ -102,7 +102,7 @@ def native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_precision_and_backend_are_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
-    assert model.precision == ("mixed" if INT8_HERE else "bfloat16")
+    assert model.precision == "bfloat16"
     assert model.backend == ("openvino" if openvino_installed() else "torch")
     model.requested_backend = "torch"
     assert model.precision == "bfloat16"
@@ -119,7 +119,10 @@ def test_bfloat16_stays_close_and_batch_independent(
     exact = tiny_encoder.encode(SENTENCES, precision="float32")
     fast = tiny_encoder.encode(SENTENCES, precision="bfloat16")
     cosines = (exact * fast).sum(1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(fast, axis=1)
-    assert 1 - cosines.min() < 0.005 and np.abs(fast - exact).max() > 0  # really ran in bf16
+    assert 1 - cosines.min() < 0.005
+    # Really ran in bf16; OpenVINO keeps float32 on a CPU without native bf16 (this test only
+    # pretends the CPU has it), so there the vectors may equal float32's.
+    assert np.abs(fast - exact).max() > 0 or (backend == "openvino" and not cpu_has_native_bf16())
     alone = np.stack([tiny_encoder.encode(s, precision="bfloat16") for s in SENTENCES])
     np.testing.assert_allclose(
         tiny_encoder.encode(SENTENCES, batch_size=3, precision="bfloat16"), alone, atol=1e-4
@@ -207,6 +210,21 @@ def test_token_budget_changes_batches_not_vectors(
     assert sizes and max(sizes) == 1  # 6 padded tokens hold one of these sentences at a time
     with pytest.raises(ValueError, match="max_tokens must be at least 1, got 0"):
         tiny_encoder.encode(SENTENCES, max_tokens=0)
+
+
+def test_auto_never_calibrates(tiny_model_dir, native_bf16: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-line query must not pay seconds of calibration, nor a long input get other vectors."""
+    from sbert.inference import precision
+    from sbert.inference.openvino_engine import OpenVinoEngine
+
+    monkeypatch.setattr(precision, "cpu_has_native_int8", lambda: True)
+    monkeypatch.setattr(OpenVinoEngine, "_quantize", lambda *args: pytest.fail("auto calibrated"))
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
+    assert model.precision == "bfloat16"
+    one = model.encode(SENTENCES[0])
+    many = model.encode(SENTENCES * 300)  # long enough that calibrating would pay for itself
+    assert model.precision == "bfloat16"
+    np.testing.assert_allclose(many[0], one, atol=1e-2, rtol=0)
 
 
 def test_bad_or_empty_input_compiles_no_engine(tiny_model_dir, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,12 +57,12 @@ def test_native_bf16_and_int8_are_read_from_cpu_flags(
 @pytest.mark.parametrize(
     ("bf16", "int8", "extra", "backend", "auto"),
     [
-        (True, True, True, "auto", "mixed"),
-        (True, True, True, "openvino", "mixed"),
-        (True, True, True, "torch", "bfloat16"),  # int8 runs only on OpenVINO
+        (True, True, True, "auto", "bfloat16"),  # never calibrated: see test_auto_never_calibrates
+        (True, True, True, "openvino", "bfloat16"),
+        (True, True, True, "torch", "bfloat16"),
         (True, False, True, "auto", "bfloat16"),
         (True, True, False, "auto", "bfloat16"),
-        (False, True, True, "auto", "float32"),  # mixed wants native bf16 around its int8 layers
+        (False, True, True, "auto", "float32"),
         (False, False, False, "auto", "float32"),
     ],
 )

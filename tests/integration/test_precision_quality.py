@@ -47,9 +47,8 @@ def _max_cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(1 - cosines.min())
 
 
-def test_auto_is_mixed_or_bf16_where_the_cpu_has_them() -> None:
-    native = "mixed" if INT8_HERE else "bfloat16"
-    expected = native if cpu_has_native_bf16() else "float32"
+def test_auto_is_bf16_where_the_cpu_has_it_and_never_calibrated() -> None:
+    expected = "bfloat16" if cpu_has_native_bf16() else "float32"
     assert SentenceEncoder.from_pretrained(device="cpu").precision == expected
 
 

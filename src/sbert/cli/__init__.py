@@ -1,15 +1,21 @@
-"""The ``sbert`` command: one subcommand per module in this package."""
+"""The ``sbert`` command: one subcommand per module in this package.
+
+Start-up stays under a second: no module here imports torch, transformers, numpy or the other
+heavy packages at module level; each handler imports what it needs when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from sbert import __version__
 from sbert.cli import (
     cluster,
+    data,
     demo,
     encode,
     evaluate,
@@ -23,7 +29,7 @@ from sbert.cli import (
 )
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
-SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster, reproduce]
+SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster, reproduce, data]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,22 +37,66 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sbert", description="Sentence-BERT sentence embeddings: encode, compare, evaluate, train."
     )
     parser.add_argument("--version", action="version", version=f"sbert {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(subparsers)
+    _add_verbose(subparsers)
     return parser
+
+
+VERBOSE_HELP = "also show other libraries' messages (default: only sbert's)"
+
+
+def _add_verbose(subparsers: argparse._SubParsersAction) -> None:
+    """``-v`` after any subcommand too (``sbert index build ... -v``), not only before it."""
+    for sub in set(subparsers.choices.values()):
+        nested = [action for action in sub._actions if isinstance(action, argparse._SubParsersAction)]
+        for action in nested:
+            _add_verbose(action)
+        if not nested and "--verbose" not in sub._option_string_actions:
+            sub.add_argument(
+                "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP
+            )
+
+
+class _OnlySbert(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name == "sbert" or record.name.startswith("sbert.")
+
+
+@contextlib.contextmanager
+def command_logging(verbose: bool) -> Iterator[None]:
+    """The command's own logging: sbert's messages on stderr; everyone's with ``-v``.
+
+    The library never configures logging; only this entry point does, and only while the command
+    runs, so a program that calls :func:`main` gets its logging back.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s" if verbose else "%(message)s"))
+    if not verbose:
+        handler.addFilter(_OnlySbert())
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 success, 1 bad input or failure, 2 usage)."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
     try:
-        return int(args.handler(args) or 0)
+        with command_logging(args.verbose):
+            return int(args.handler(args) or 0)
     except (OSError, ValueError, TypeError) as error:
         print(f"sbert {args.command}: error: {error}", file=sys.stderr)
         return 1

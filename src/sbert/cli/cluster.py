@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from sbert.applications.clustering import agglomerative, community_detection, kmeans, labels_to_clusters
 from sbert.cli.common import add_model_arguments, load_model
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
@@ -44,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.applications.clustering import agglomerative, community_detection, kmeans, labels_to_clusters
+
     texts = read_texts(args.input, args.format, args.column)
     if not texts:
         raise ValueError(f"{args.input}: no sentences to cluster")

@@ -1,15 +1,22 @@
-"""Arguments and helpers that several subcommands share."""
+"""Arguments and helpers that several subcommands share.
+
+Nothing here imports torch: ``register()`` only builds argparse, so ``sbert --help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from sbert.data.texts import read_texts
-from sbert.encoder import SentenceEncoder
+from sbert.data.paths import DATA_ENV, default_data_dir
 from sbert.hub import DEFAULT_MODEL
-from sbert.inference import PRECISIONS
-from sbert.inference.precision import BACKENDS
-from sbert.modules.pooling import POOLING_MODES
+from sbert.inference.precision import BACKENDS, PRECISIONS
+
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
+
+# sbert.modules.pooling.POOLING_MODES, which imports torch (a test keeps the two equal).
+POOLING_MODES = ("mean", "cls", "max")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto") -> None:
@@ -26,9 +33,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto"
         "--precision",
         choices=PRECISIONS,
         default=precision,
-        help=f"inference precision (default {precision}; auto: mixed int8/bf16 with the openvino extra on "
-        "CPUs with native bf16 and int8, else bf16 where the CPU has it natively, else float32; mixed "
-        "and int8 need the openvino extra)",
+        help=f"inference precision (default {precision}; auto: bf16 where the CPU has it natively, else float32; "
+        "never a calibrated one. mixed (int8/bf16) and int8 need the openvino extra and calibrate "
+        "once per machine)",
     )
     parser.add_argument(
         "--backend",
@@ -45,11 +52,17 @@ def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto"
 
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data-dir", default=None, help="folder with the evaluation data (default: $SBERT_DATA)"
+        "--data-dir",
+        default=None,
+        help=f"folder with the evaluation data (default: ${DATA_ENV}, else {default_data_dir()}; "
+        "fill it with: sbert data download)",
     )
 
 
 def load_model(args: argparse.Namespace) -> SentenceEncoder:
+    from sbert.data.texts import read_texts
+    from sbert.encoder import SentenceEncoder
+
     calibration = getattr(args, "calibration", None)
     return SentenceEncoder.from_pretrained(
         args.model,

@@ -10,15 +10,14 @@ from __future__ import annotations
 import argparse
 import time
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from sbert.applications import agglomerative, paraphrase_mining, semantic_search
-from sbert.applications.clustering import labels_to_clusters
 from sbert.cli.common import add_data_argument, add_model_arguments, load_model
 from sbert.cli.similarity import format_matrix
-from sbert.data import read_stsb, resolve_data_dir
-from sbert.encoder import SentenceEncoder
-from sbert.evaluation import SimilarityEvaluator
-from sbert.similarity import cosine_matrix
+from sbert.data.paths import missing_data_message, resolve_data_dir
+
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
 
 QUERIES = [
     "Someone is making music.",
@@ -50,6 +49,10 @@ def demo_corpus() -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.applications import agglomerative, paraphrase_mining, semantic_search
+    from sbert.applications.clustering import labels_to_clusters
+    from sbert.similarity import cosine_matrix
+
     start = time.perf_counter()
     model = load_model(args)
     print(f"model: {model.name} ({model.dim}-d, {model.pooling.mode} pooling, {model.device})\n")
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     print()
 
     if resolve_data_dir(args.data_dir) is None:
-        print("STSb test: skipped (no data directory; pass --data-dir or set SBERT_DATA)")
+        print(f"STSb test: skipped ({missing_data_message('no data directory')})")
     else:
         print(
             f"STSb test Spearman (cosine) x 100: {stsb_test_spearman(model, args.data_dir):.2f}"
@@ -94,4 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def stsb_test_spearman(model: SentenceEncoder, data_dir: str | None) -> float:
+    from sbert.data import read_stsb
+    from sbert.evaluation import SimilarityEvaluator
+
     return SimilarityEvaluator(read_stsb("test", data_dir), name="stsb-test")(model)["spearman_cosine"]

@@ -6,12 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_model_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS, read_texts
 from sbert.files import atomic_path
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     texts = read_texts(args.input, args.format, args.column)
     model = load_model(args)
     vectors = model.encode(

@@ -83,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from sbert.files import write_text_atomic
 
     if resolve_data_dir(args.data_dir) is None:
-        raise FileNotFoundError("no data directory; pass --data-dir or set SBERT_DATA")
+        from sbert.data.paths import missing_data_message
+
+        raise FileNotFoundError(missing_data_message("no data directory"))
     model = load_model(args)
     encoders: dict[str, Encoder] = {f"ours: {model.name}": model}
     if args.baselines:

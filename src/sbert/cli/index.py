@@ -43,15 +43,17 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from sbert.applications.index import VectorIndex
+    from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 
     start = time.perf_counter()
     texts = read_texts(args.corpus, args.format, args.column)
     if not texts:
         raise ValueError(f"{args.corpus}: no sentences to index")
     model = load_model(args)
-    vectors = model.encode(texts, batch_size=args.batch_size, show_progress_bar=True)
+    long_input = len(texts) >= PROGRESS_BAR_MIN_SENTENCES  # a bar for 21 sentences is noise
+    vectors = model.encode(texts, batch_size=args.batch_size, show_progress_bar=long_input)
     index = VectorIndex.build(
-        vectors, texts=texts, kind=args.kind, model_name=model.name, show_progress_bar=True
+        vectors, texts=texts, kind=args.kind, model_name=model.name, show_progress_bar=long_input
     )
     index.save(args.output)
     print(

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from sbert.applications.mining import paraphrase_mining
 from sbert.cli.common import add_model_arguments, load_model
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
@@ -32,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.applications.mining import paraphrase_mining
+
     texts = read_texts(args.input, args.format, args.column)
     model = load_model(args)
     pairs = paraphrase_mining(

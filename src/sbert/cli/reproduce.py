@@ -7,8 +7,7 @@ import os
 import shlex
 
 from sbert.cli.common import add_data_argument
-from sbert.data.paths import DATA_ENV, resolve_data_dir
-from sbert.reproduce.pipeline import REPORT_FILE, render, reproduce
+from sbert.data.paths import DATA_ENV, missing_data_message, resolve_data_dir
 from sbert.reproduce.scale import FULL, QUICK
 
 
@@ -44,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.reproduce.pipeline import REPORT_FILE, render, reproduce
+
     scale = QUICK if args.quick else FULL
     output = args.output or f"reports/{scale.name}"
     if args.report_only:
@@ -52,9 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     data_dir = resolve_data_dir(args.data_dir)
     if data_dir is None:
-        raise ValueError(
-            "no data directory; pass --data-dir or set SBERT_DATA (e.g. SBERT_DATA=../shared/data)"
-        )
+        raise ValueError(missing_data_message("no data directory"))
     command = _command(args, output)
     reproduce(output, scale, str(data_dir), command, base=args.base, work_dir=args.work_dir, only=args.only)
     return 0

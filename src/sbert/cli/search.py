@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sbert.applications.search import Hit, semantic_search
 from sbert.cli.common import add_model_arguments, load_model
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
+
+if TYPE_CHECKING:
+    from sbert.applications.search import Hit
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.applications.search import semantic_search
+
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     if args.index:

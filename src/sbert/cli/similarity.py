@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_model_arguments, load_model
-from sbert.similarity import MATRIX, ArrayLike, similarity_function
+
+if TYPE_CHECKING:
+    from sbert.similarity import ArrayLike
+
+# The keys of sbert.similarity.MATRIX, which imports torch (a test keeps the two equal).
+METRICS = ("cosine", "dot", "euclidean", "manhattan")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("similarity", help="similarity matrix of the sentences given")
     parser.add_argument("sentences", nargs="+", help="two or more sentences")
-    parser.add_argument("--metric", choices=list(MATRIX), default="cosine")
+    parser.add_argument("--metric", choices=METRICS, default="cosine")
     add_model_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -21,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if len(args.sentences) < 2:
         raise ValueError("give at least two sentences to compare")
+    from sbert.similarity import similarity_function
+
     model = load_model(args)
     vectors = model.encode(args.sentences)
     matrix = similarity_function(args.metric)(vectors, vectors)
@@ -30,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
 def format_matrix(labels: list[str], matrix: ArrayLike, width: int = 40) -> str:
     """A plain-text table: one row per sentence, columns numbered."""
+    import numpy as np
+
     matrix = np.asarray(matrix)
     short = [label if len(label) <= width else label[: width - 1] + "…" for label in labels]
     header = " " * (width + 5) + "".join(f"{j + 1:>8}" for j in range(len(labels)))

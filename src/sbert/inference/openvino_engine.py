@@ -35,6 +35,7 @@ from torch import Tensor, nn
 from sbert.batching import length_sorted_batches
 from sbert.inference import graph_cache
 from sbert.inference.fast_bert import parameter_version
+from sbert.inference.openvino_runtime import host_logging_kept, import_openvino
 from sbert.inference.precision import CALIBRATED, cpu_has_native_bf16
 from sbert.modules import Pooling, Transformer
 
@@ -134,8 +135,7 @@ class OpenVinoEngine:
         calibration: Sequence[str] | None = None,
         threads: int | None = None,
     ) -> None:
-        import openvino as ov
-
+        ov = import_openvino(with_nncf=precision in CALIBRATED)
         if precision not in ENGINE_PRECISIONS:
             raise ValueError(f"OpenVinoEngine runs {', '.join(ENGINE_PRECISIONS)}, not {precision!r}")
         self.calibration = calibration
@@ -177,18 +177,23 @@ class OpenVinoEngine:
         return graph_cache.load_or_build(key, lambda: self._quantize(self._convert(module), ids, precision))
 
     def _convert(self, module: _PooledTransformer) -> Any:
-        import openvino as ov
+        ov = import_openvino()
+        from openvino.frontend.pytorch.ts_decoder import TorchScriptPythonDecoder
 
         example = self._feeds(self.transformer.tokenize(["An example sentence.", "Another."]).ids)
         was_training = self.transformer.training  # the wrapper is new; the transformer's mode counts
         module.eval()
-        with torch.no_grad(), warnings.catch_warnings():
+        # transformers warns about an unrelated loss setting while the graph is traced.
+        with torch.no_grad(), warnings.catch_warnings(), host_logging_kept(quiet=("transformers",)):
             warnings.simplefilter("ignore")  # tracer warnings about Python control flow in HF code
-            model = ov.convert_model(
+            # torch.jit.trace's own check runs the module twice more (a third of the conversion
+            # time) to compare with the trace; the engine's vectors are tested against PyTorch's.
+            decoder = TorchScriptPythonDecoder(
                 module,
                 example_input={name: torch.from_numpy(value) for name, value in example.items()},
-                input=[(name, [-1, -1], ov.Type.i64) for name in example],
+                trace_kwargs={"check_trace": False},
             )
+            model = ov.convert_model(decoder, input=[(name, [-1, -1], ov.Type.i64) for name in example])
         module.train(was_training)
         return model
 
@@ -211,10 +216,13 @@ class OpenVinoEngine:
             ignored = nncf.IgnoredScope(names=kept)
         batches = length_sorted_batches([len(sentence) for sentence in ids], CALIBRATION_BATCH_SIZE)
         feeds = [self._feeds([ids[i] for i in batch]) for batch in batches]
-        nncf.set_log_level(logging.ERROR)
         logger.info("calibrating %s on %d sentences (once; the result is cached)", precision, len(ids))
         # NNCF draws its own progress bars for a few seconds' work; errors still raise.
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with (
+            host_logging_kept(quiet=("nncf",)),
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
             return nncf.quantize(
                 model,
                 nncf.Dataset(feeds),

@@ -1,0 +1,357 @@
+"""``sbert data download``: the public releases of the evaluation data, fetched into the layout sbert reads.
+
+Each source is fetched from its original home (the addresses SentEval's ``get_transfer_data.bash``
+uses), or from a mirror holding the same files under their base names (``--mirror URL`` or
+``$SBERT_DATA_MIRROR``; ``file://`` and ``http://`` both work). Downloads resume: a ``.part`` file
+continues with an HTTP range request where the server offers one, and is fetched again from the
+start where it does not. Every file lands under a temporary name and is renamed into place.
+
+**Checksums.** No archive hash is written into this table: this project's machines have no
+internet, so none could be verified, and none is invented. Instead the first download records each
+archive's SHA-256 and size in ``DIR/.downloads/ARCHIVES.sha256``; a later download of the same
+source (a re-run, another mirror) must give the same bytes or is refused. Every file written into
+the layout is listed with its SHA-256 in ``DIR/SHA256SUMS`` (the ``sha256sum -c`` format), which
+``sbert data check`` verifies.
+
+**What you get.** The files as their authors publish them, not SentEval's Moses-tokenized and
+lower-cased copies: STS12-16 land in ``sts12-16/original/`` (which sbert reads by default), SICK and
+MR/CR/SUBJ/MPQA/SNLI keep their original text (SentEval's copies are tokenized), and TREC keeps
+the quote marks SentEval's script strips. Scores read from these files can therefore differ in
+the last digit from figures computed on SentEval's copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from sbert.files import atomic_path
+
+logger = logging.getLogger("sbert")
+
+MIRROR_ENV = "SBERT_DATA_MIRROR"
+SUMS_FILE = "SHA256SUMS"
+ARCHIVE_SUMS = ".downloads/ARCHIVES.sha256"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Source:
+    """One published file and where its contents go in the data directory.
+
+    ``members`` maps a path inside the archive (or ``""`` for a plain file) to a path in the data
+    directory; ``convert``, when set, turns the archive into those files itself.
+    """
+
+    dataset: str
+    url: str
+    members: dict[str, str] = field(default_factory=dict)
+    convert: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None
+
+    @property
+    def name(self) -> str:
+        return PurePosixPath(self.url).name
+
+
+def _snli(files: dict[str, bytes]) -> dict[str, bytes]:
+    """SNLI's tab-separated release → SentEval's ``s1``/``s2``/``labels`` files (as its script does).
+
+    Columns 1, 6 and 7 (gold label, sentence 1, sentence 2); the header and pairs without a gold
+    label (``-``) are dropped.
+    """
+    out = {}
+    for split in ("dev", "test"):  # what SentEval evaluates; training reads SNLI's own files
+        text = files[f"snli_1.0/snli_1.0_{split}.txt"].decode("utf-8")
+        rows = [line.split("\t") for line in text.splitlines()[1:] if line.strip()]
+        rows = [row for row in rows if row[0] != "-"]
+        for name, column in (("labels", 0), ("s1", 5), ("s2", 6)):
+            out[f"snli_senteval/{name}.{split}"] = "".join(row[column] + "\n" for row in rows).encode("utf-8")
+    return out
+
+
+def _sts(year: str, url: str, folder: str, subsets: tuple[str, ...], prefix: str = "STS") -> Source:
+    members = {}
+    for subset in subsets:
+        for kind in ("input", "gs"):
+            name = f"{prefix}.{kind}.{subset}.txt"
+            members[f"{folder}/{name}"] = f"sts12-16/original/{year}-en-test/{name}"
+    return Source(year, url, members)
+
+
+_STS = "http://ixa2.si.ehu.es/stswiki/images"
+_SICK = "http://alt.qcri.org/semeval2014/task1/data/uploads"
+_NB = "data"  # folder inside datasmall_NB_ACL12.zip
+
+SOURCES: tuple[Source, ...] = (
+    Source(
+        "STSb",
+        f"{_STS}/4/48/Stsbenchmark.tar.gz",
+        {
+            f"stsbenchmark/sts-{split}.csv": f"stsb/original/sts-{split}.csv"
+            for split in ("train", "dev", "test")
+        },
+    ),
+    *(
+        Source("SICK", f"{_SICK}/sick_{split}.zip", {f"SICK_{split}.txt": f"sick/senteval/SICK_{split}.txt"})
+        for split in ("train", "trial", "test_annotated")
+    ),
+    _sts(
+        "STS12",
+        f"{_STS}/4/40/STS2012-en-test.zip",
+        "test-gold",
+        ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    ),
+    _sts("STS13", f"{_STS}/2/2f/STS2013-en-test.zip", "test-gs", ("FNWN", "headlines", "OnWN")),
+    _sts(
+        "STS14",
+        f"{_STS}/8/8c/STS2014-en-test.zip",
+        "sts-en-test-gs-2014",
+        ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+    ),
+    _sts(
+        "STS15",
+        f"{_STS}/d/da/STS2015-en-test.zip",
+        "test_evaluation_task2a",
+        ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    ),
+    _sts(
+        "STS16",
+        f"{_STS}/9/98/STS2016-en-test.zip",
+        "sts2016-english-with-gs-v1.0",
+        ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+        prefix="STS2016",
+    ),
+    Source(
+        "SNLI",
+        "https://nlp.stanford.edu/projects/snli/snli_1.0.zip",
+        {f"snli_senteval/{name}.{split}": "" for name in ("s1", "s2", "labels") for split in ("dev", "test")},
+        convert=_snli,
+    ),
+    Source(
+        "SentEval",
+        "https://s3.amazonaws.com/senteval/senteval_data/datasmall_NB_ACL12.zip",
+        {
+            f"{_NB}/rt10662/rt-polarity.pos": "senteval_transfer/MR/rt-polarity.pos",
+            f"{_NB}/rt10662/rt-polarity.neg": "senteval_transfer/MR/rt-polarity.neg",
+            f"{_NB}/customerr/custrev.pos": "senteval_transfer/CR/custrev.pos",
+            f"{_NB}/customerr/custrev.neg": "senteval_transfer/CR/custrev.neg",
+            f"{_NB}/subj/subj.subjective": "senteval_transfer/SUBJ/subj.subjective",
+            f"{_NB}/subj/subj.objective": "senteval_transfer/SUBJ/subj.objective",
+            f"{_NB}/mpqa/mpqa.pos": "senteval_transfer/MPQA/mpqa.pos",
+            f"{_NB}/mpqa/mpqa.neg": "senteval_transfer/MPQA/mpqa.neg",
+        },
+    ),
+    *(
+        Source(
+            "SentEval",
+            f"https://raw.githubusercontent.com/PrincetonML/SIF/master/data/sentiment-{split}",
+            {"": f"senteval_transfer/SST/binary/sentiment-{split}"},
+        )
+        for split in ("train", "dev", "test")
+    ),
+    *(
+        Source(
+            "SentEval",
+            f"https://raw.githubusercontent.com/AcademiaSinicaNLPLab/sentiment_dataset/master/data/stsa.fine.{split}",
+            {"": f"senteval_transfer/SST/fine/sentiment-{split}"},
+        )
+        for split in ("train", "dev", "test")
+    ),
+    *(
+        Source(
+            "SentEval",
+            f"http://cogcomp.cs.illinois.edu/Data/QA/QC/{name}.label",
+            {"": f"senteval_transfer/TREC/{name}.label"},
+        )
+        for name in ("train_5500", "TREC_10")
+    ),
+    *(
+        Source(
+            "SentEval",
+            f"https://s3.amazonaws.com/senteval/senteval_data/msr_paraphrase_{split}.txt",
+            {"": f"senteval_transfer/MRPC/msr_paraphrase_{split}.txt"},
+        )
+        for split in ("train", "test")
+    ),
+)
+DATASETS = tuple(dict.fromkeys(source.dataset for source in SOURCES))
+
+
+class ChecksumError(ValueError):
+    """A file's SHA-256 differs from the one recorded for it."""
+
+
+def outputs(source: Source) -> list[str]:
+    """The data-directory paths ``source`` writes."""
+    return list(source.members) if source.convert else list(source.members.values())
+
+
+def download(
+    data_dir: str | Path,
+    datasets: tuple[str, ...] | list[str] = DATASETS,
+    mirror: str | None = None,
+    on_progress: Callable[[str], None] = lambda message: None,
+) -> list[str]:
+    """Fetch ``datasets`` into ``data_dir``; returns the paths written. Sources already in place are skipped.
+
+    Args:
+        data_dir: The data directory (created if missing).
+        datasets: Names from :data:`DATASETS` (default: all).
+        mirror: Base URL holding every file under its base name (default: ``$SBERT_DATA_MIRROR``,
+            else each file's original home).
+
+    Raises:
+        ValueError: an unknown data set name.
+        ChecksumError: an archive differs from the one downloaded before.
+        OSError: a source could not be reached (the message names its URL).
+    """
+    unknown = sorted(set(datasets) - set(DATASETS))
+    if unknown:
+        raise ValueError(f"unknown data set {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
+    root = Path(data_dir).expanduser()
+    mirror = mirror or os.environ.get(MIRROR_ENV) or None
+    written: list[str] = []
+    for source in SOURCES:
+        if source.dataset not in datasets:
+            continue
+        if all(_verified(root, path) for path in outputs(source)):
+            on_progress(f"{source.dataset}: {source.name} already in place")
+            continue
+        url = f"{mirror.rstrip('/')}/{source.name}" if mirror else source.url
+        on_progress(f"{source.dataset}: fetching {url}")
+        archive = _fetch(url, root / ".downloads" / source.name)
+        _check_archive(root, source.name, archive)
+        files = _unpack(source, archive)
+        for relative, content in files.items():
+            with atomic_path(root / relative) as tmp:
+                tmp.write_bytes(content)
+            _record(root / SUMS_FILE, relative, hashlib.sha256(content).hexdigest())
+            written.append(relative)
+        archive.unlink()
+    return written
+
+
+def check(data_dir: str | Path) -> tuple[list[str], list[str], list[str]]:
+    """Verify ``data_dir`` against its ``SHA256SUMS``: (good, bad, missing) relative paths.
+
+    ``missing`` also lists what a source would write but nothing does, so a half-filled folder shows.
+    """
+    root = Path(data_dir).expanduser()
+    sums = _read_sums(root / SUMS_FILE)
+    good, bad, missing = [], [], []
+    for relative, expected in sorted(sums.items()):
+        path = root / relative
+        if not path.is_file():
+            missing.append(relative)
+        elif _sha256(path) == expected:
+            good.append(relative)
+        else:
+            bad.append(relative)
+    expected_files = {path for source in SOURCES for path in outputs(source)}
+    missing += sorted(path for path in expected_files - set(sums) if not (root / path).is_file())
+    return good, bad, missing
+
+
+def _verified(root: Path, relative: str) -> bool:
+    expected = _read_sums(root / SUMS_FILE).get(relative)
+    return expected is not None and (root / relative).is_file() and _sha256(root / relative) == expected
+
+
+def _fetch(url: str, target: Path) -> Path:
+    """Download ``url`` to ``target``, continuing a ``.part`` left by an interrupted run."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    have = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            resumed = have and (getattr(response, "status", None) == 206 or url.startswith("file:"))
+            if have and url.startswith("file:"):
+                response.read(have)  # a local file has no range requests: skip what is there
+            with part.open("ab" if resumed else "wb") as out:
+                shutil.copyfileobj(response, out, _CHUNK)
+    except urllib.error.HTTPError as error:
+        if error.code == 416 and have:  # the .part already holds everything
+            os.replace(part, target)
+            return target
+        raise OSError(f"{url}: HTTP {error.code} {error.reason}") from error
+    except (urllib.error.URLError, TimeoutError) as error:
+        raise OSError(
+            f"{url}: cannot download ({getattr(error, 'reason', error)}); offline? use --mirror"
+        ) from error
+    os.replace(part, target)
+    return target
+
+
+def _check_archive(root: Path, name: str, archive: Path) -> None:
+    """Refuse an archive whose bytes differ from the one recorded at the first download."""
+    digest = _sha256(archive)
+    recorded = _read_sums(root / ARCHIVE_SUMS).get(name)
+    if recorded is None:
+        _record(root / ARCHIVE_SUMS, name, digest)
+    elif recorded != digest:
+        archive.unlink()
+        raise ChecksumError(
+            f"{name}: SHA-256 {digest} differs from {recorded} recorded in {root / ARCHIVE_SUMS} "
+            "at the first download; the source changed or the download is corrupt"
+        )
+
+
+def _unpack(source: Source, archive: Path) -> dict[str, bytes]:
+    """The data-directory files of ``source``: path → content."""
+    if "" in source.members:  # a plain file
+        return {source.members[""]: archive.read_bytes()}
+    if source.name.endswith((".tar.gz", ".tgz")):
+        with tarfile.open(archive, "r:gz") as tar:
+            contents = {
+                member.name: tar.extractfile(member).read()  # type: ignore[union-attr]
+                for member in tar.getmembers()
+                if member.isfile()
+            }
+    else:
+        with zipfile.ZipFile(archive) as zipped:
+            contents = {name: zipped.read(name) for name in zipped.namelist() if not name.endswith("/")}
+    if source.convert:
+        return source.convert(contents)
+    absent = [member for member in source.members if member not in contents]
+    if absent:
+        raise ValueError(f"{source.name}: the archive lacks {', '.join(absent)}")
+    return {target: contents[member] for member, target in source.members.items()}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_sums(path: Path) -> dict[str, str]:
+    """``sha256sum`` lines (``HASH  ./relative/path``) → {relative path: hash}."""
+    if not path.is_file():
+        return {}
+    sums = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        if name:
+            sums[name.removeprefix("./")] = digest
+    return sums
+
+
+def _record(path: Path, relative: str, digest: str) -> None:
+    sums = _read_sums(path)
+    sums[relative] = digest
+    text = "".join(f"{value}  ./{key}\n" for key, value in sorted(sums.items()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
