@@ -15,7 +15,7 @@ HEAVY = ("torch", "numpy", "transformers", "scipy", "sklearn", "openvino", "fais
 SRC = Path(__file__).resolve().parents[2] / "src"
 # Made lazy on the branches that own them (issue 16 is split three ways): the lead drops this set at
 # merge, and a strict xfail turns red as soon as the module is light, so it cannot be forgotten.
-LAZY_ELSEWHERE = {"evaluate", "train"}
+LAZY_ELSEWHERE = {"train"}
 
 
 def _heavy_after(code: str) -> list[str]:
