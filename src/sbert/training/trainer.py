@@ -14,6 +14,10 @@ The protocol (what :class:`Trainer` needs from the objects it is given):
   the best model by is ``evaluator.primary_metric`` (or ``TrainingConfig``-independent ``metric=``).
 
 Any loss of :mod:`sbert.losses` fits; so does a cross-encoder wrapped in a loss module.
+
+Under ``torchrun`` (see :mod:`sbert.training.distributed`) the same trainer runs on every rank: each
+takes its share of every global batch, ``DistributedDataParallel`` averages the gradients, and rank 0
+alone evaluates, logs, writes checkpoints and saves the model.
 """
 
 from __future__ import annotations
@@ -34,13 +38,26 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sbert.model_io import replace_dir
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
+from sbert.training.distributed import (
+    Distributed,
+    DistributedError,
+    agree,
+    check_batching,
+    check_same_everywhere,
+    fingerprints,
+    rank_share,
+    step_seed,
+)
+from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.schedule import build_optimizer, build_scheduler
 from sbert.training.seeding import seed_everything
@@ -52,10 +69,6 @@ LOG_FILE = "training_log.jsonl"
 PLOT_FILE = "training_curve.png"
 
 Evaluator = Callable[[Any], dict[str, float]]
-
-
-class TrainingDivergedError(RuntimeError):
-    """The loss became NaN or infinite; the message names the step and the last good checkpoint."""
 
 
 @dataclass
@@ -91,7 +104,13 @@ class Trainer:
     ``output_dir`` ends as a normal model directory (``objective.model.save``) holding, beside the
     model files, ``training_log.jsonl``, ``training_curve.png`` and, while a run is unfinished,
     ``checkpoint/``. ``train(resume=True)`` continues from ``checkpoint/`` and ends with the same
-    weights as a run that was never stopped (fp32; same data, config and seed).
+    weights as a run that was never stopped (fp32; same data, config and seed). A run stops with
+    :class:`TrainingDivergedError` as soon as the loss or the weights leave the safe range
+    (:mod:`sbert.training.health`); what it wrote before is kept.
+
+    In a process group of two or more (``torchrun``), ``config.batch_size`` is the global batch, which
+    must be a multiple of the number of processes; every rank must see the same examples, and on
+    several machines ``output_dir`` must be a folder they share (to resume, and for the next stage).
 
     Args:
         objective: The loss module (see the module docstring for the protocol).
@@ -140,9 +159,16 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.log = TrainingLog(self.output_dir / LOG_FILE)
         self.state = TrainerState()
-        self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size)
+        self.run = Distributed.current()
+        # A last batch smaller than the number of processes cannot be shared: it is left out.
+        self.world_size = self.run.world_size if self.run else 1
+        if self.run:
+            check_batching(len(self.examples), self.config.batch_size, self.world_size)
+        self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size, self.world_size)
         self.total_steps = self.steps_per_epoch * self.config.epochs
+        self.is_main = self.run is None or self.run.is_main
         self._stop_requested = False
+        self._start_norm = math.nan
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -161,11 +187,13 @@ class Trainer:
         lengths = self._lengths()
         optimizer = build_optimizer(self.objective, config.learning_rate, config.weight_decay)
         scheduler = build_scheduler(optimizer, self.total_steps, config.warmup_fraction)
+        self._start_norm = weight_norm(self.objective)
         if resume:
             self._resume(optimizer, scheduler)
-        else:
+        elif self.is_main:
             self.log.truncate(0)
             self.log.write({"event": "start", "config": asdict(config), "examples": len(self.examples)})
+        forward = self._distribute()
         autocast = self._autocast()
         self.objective.train()
         bar = tqdm(
@@ -173,20 +201,19 @@ class Trainer:
             initial=self.state.global_step,
             desc="Training",
             unit="step",
-            disable=not config.show_progress_bar,
+            disable=not (config.show_progress_bar and self.is_main),
         )
         running: list[float] = []
-        previous_handler = self._install_interrupt_handler()
+        previous_handlers = self._install_interrupt_handler()
         try:
             for epoch in range(self.state.epoch, config.epochs):
                 batches = epoch_batches(
                     lengths, len(self.examples), config.batch_size, config.seed, epoch, config.chunk_batches
                 )
+                batches = [batch for batch in batches if len(batch) >= self.world_size]
                 first = self.state.step_in_epoch if epoch == self.state.epoch else 0
                 for index in range(first, len(batches)):
-                    loss = self._step(
-                        [self.examples[i] for i in batches[index]], optimizer, scheduler, autocast
-                    )
+                    loss = self._step(batches[index], forward, optimizer, scheduler, autocast)
                     self.state.epoch, self.state.step_in_epoch = epoch, index + 1
                     self.state.loss, self.state.learning_rate = loss, float(scheduler.get_last_lr()[0])
                     running.append(loss)
@@ -196,36 +223,67 @@ class Trainer:
                     for callback in self.callbacks:
                         callback(self.state)
                     if self._stop_requested:
-                        self._save_checkpoint(optimizer, scheduler)
-                        logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
+                        if self.is_main:
+                            self._save_checkpoint(optimizer, scheduler)
+                            logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
                         return self._result(started, interrupted=True)
                 self.state.epoch, self.state.step_in_epoch = epoch + 1, 0
                 if self.evaluator is not None and not self._evaluated_at(self.state.global_step):
                     self._evaluate()
+        except dist.DistError as error:  # a peer died or hung: name this rank, the step and what is kept
+            raise self._lost_peers(str(error).strip().splitlines()[0]) from error
         finally:
             bar.close()
-            self._restore_interrupt_handler(previous_handler)
+            self._restore_interrupt_handler(previous_handlers)
             self.objective.eval()
         self._finish()
         return self._result(started, interrupted=False)
 
-    def _step(self, examples: list[Any], optimizer: Any, scheduler: Any, autocast: Any) -> float:
+    def _distribute(self) -> nn.Module:
+        """Check that every rank has the same code, data, settings and weights; wrap in DDP."""
+        if self.run is None:
+            return self.objective
+        device = next(self.objective.parameters()).device
+        settings = asdict(self.config) | {"world_size": self.world_size, "resumed_at": self.state.global_step}
+        check_same_everywhere(self.run, fingerprints(self.objective, self.examples, settings), device)
+        # Unused parameters (BERT's pooler under mean pooling) must not stall the gradient all-reduce;
+        # the loss moves its own tensors, so DDP is given no device to scatter inputs to.
+        return DistributedDataParallel(self.objective, find_unused_parameters=True, broadcast_buffers=False)
+
+    def _step(self, batch: np.ndarray, forward: nn.Module, optimizer: Any, scheduler: Any, autocast: Any) -> float:
+        share, run = batch, self.run
+        if run is not None:
+            share = rank_share(batch, run.rank, run.world_size)
+            torch.manual_seed(step_seed(self.config.seed, run.rank, self.state.global_step))
         with autocast:
-            loss: Tensor = self.objective(examples)
-        value = float(loss.detach())
+            loss: Tensor = forward([self.examples[i] for i in share])
+        value, scale = float(loss.detach()), 1.0
+        if run is not None:
+            # A loss computed from gathered embeddings is the whole batch's on every rank; otherwise
+            # each rank's mean is weighted by its share. ``scale`` undoes DDP's mean over ranks.
+            replicated = bool(getattr(self.objective, "replicated_loss", False))
+            weight = 1 / run.world_size if replicated else len(share) / len(batch)
+            scale = float(run.world_size) if replicated else run.world_size * weight
+            value, stop = agree(value * weight, self._stop_requested, loss.device)
+            self._stop_requested = stop
         if not math.isfinite(value):
-            raise TrainingDivergedError(self._divergence_message(value))
-        loss.backward()
+            raise TrainingDivergedError(self._divergence_message(f"the loss is {value}"))
+        (loss * scale).backward()
         if self.config.max_grad_norm is not None:
             nn.utils.clip_grad_norm_(self.objective.parameters(), self.config.max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+        problem = weights_problem(weight_norm(self.objective), self._start_norm)
+        if problem is not None:  # before the step counts, so nothing is saved from it
+            raise TrainingDivergedError(self._divergence_message(problem))
         self.state.global_step += 1
         return value
 
     def _after_step(self, running: list[float], optimizer: Any, scheduler: Any) -> None:
         config, step = self.config, self.state.global_step
+        if not self.is_main:
+            return
         if step % config.log_steps == 0 or step == self.total_steps:
             record = {"step": step, "epoch": self.state.epoch, "loss": float(np.mean(running))}
             self.log.write(record | {"lr": self.state.learning_rate})
@@ -237,17 +295,25 @@ class Trainer:
 
     def _evaluate(self) -> None:
         assert self.evaluator is not None and self.metric is not None
+        if not self.is_main:
+            return
         model: Any = self.objective.model
         # The weights change between evaluations, so a compiled OpenVINO engine would be rebuilt
         # each time (seconds) to save less than that: evaluate on PyTorch unless asked otherwise.
+        # Without a progress bar for training, none for the evaluations either.
         asked = getattr(model, "requested_backend", None)
+        bars = getattr(self.evaluator, "show_progress_bar", None)
         if asked == "auto":
             model.requested_backend = "torch"
+        if not self.config.show_progress_bar and hasattr(self.evaluator, "show_progress_bar"):
+            self.evaluator.show_progress_bar = False  # type: ignore[attr-defined]
         try:
             scores = self.evaluator(model)
         finally:
             if asked == "auto":
                 model.requested_backend = asked
+            if hasattr(self.evaluator, "show_progress_bar"):
+                self.evaluator.show_progress_bar = bars  # type: ignore[attr-defined]
         if self.metric not in scores:
             raise KeyError(f"the evaluator returned no {self.metric!r} (keys: {', '.join(scores)})")
         score = float(scores[self.metric])
@@ -294,6 +360,7 @@ class Trainer:
             "log_size": self.log.size(),
             "examples": len(self.examples),
             "total_steps": self.total_steps,
+            "start_weight_norm": self._start_norm,
             "config": asdict(self.config),
         }
         save_checkpoint(self.checkpoint_dir, self.objective, optimizer, scheduler, state)
@@ -314,11 +381,16 @@ class Trainer:
             best_step=state["best_step"],
             dev_scores=state["dev_scores"],
         )
-        self.log.truncate(state["log_size"])
-        self.log.write({"event": "resume", "step": self.state.global_step})
-        logger.info("resuming at step %d of %d", self.state.global_step, self.total_steps)
+        self._start_norm = state.get("start_weight_norm", self._start_norm)
+        if self.is_main:
+            self.log.truncate(state["log_size"])
+            self.log.write({"event": "resume", "step": self.state.global_step})
+            logger.info("resuming at step %d of %d", self.state.global_step, self.total_steps)
 
     def _finish(self) -> None:
+        if not self.is_main:
+            dist.barrier()  # return once rank 0 has saved the model, which a next stage may load
+            return
         if self.evaluator is None:
             self._save_model()
         if self.metric is not None:
@@ -328,6 +400,8 @@ class Trainer:
         if not self.config.keep_checkpoint:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         self.log.write({"event": "end", "step": self.state.global_step, "best_score": self.state.best_score})
+        if self.run is not None:
+            dist.barrier()
 
     def _lengths(self) -> list[int] | None:
         lengths_of = getattr(self.objective, "lengths", None)
@@ -344,33 +418,41 @@ class Trainer:
             return nullcontext()
         return torch.autocast(device.type, dtype=torch.bfloat16)
 
-    def _divergence_message(self, value: float) -> str:
-        checkpoint = (
-            f"the last good checkpoint is kept in {self.checkpoint_dir}"
-            if (self.checkpoint_dir / "state.json").is_file()
-            else "no checkpoint had been written yet"
-        )
+    def _divergence_message(self, problem: str) -> str:
         return (
-            f"training stopped: the loss is {value} at step {self.state.global_step + 1} "
-            f"(epoch {self.state.epoch + 1}); {checkpoint}. Try a lower learning rate, or --no-bf16."
+            f"training stopped: {problem} at step {self.state.global_step + 1} "
+            f"(epoch {self.state.epoch + 1}); {checkpoint_note(self.checkpoint_dir)}. "
+            "Try a lower learning rate, or --no-bf16."
         )
 
-    def _install_interrupt_handler(self) -> Any:
+    def _lost_peers(self, cause: str) -> DistributedError:
+        label = self.run.label if self.run else "rank 0 of 1"
+        return DistributedError(
+            f"{label}: stopped at step {self.state.global_step + 1}: {cause}; "
+            f"{checkpoint_note(self.checkpoint_dir)}"
+        )
+
+    def _install_interrupt_handler(self) -> dict[int, Any]:
         def request_stop(signum: int, frame: FrameType | None) -> None:
-            logger.warning("Ctrl-C: saving a checkpoint after this step (press again to abort at once)")
             self._stop_requested = True
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            if self.run is None:  # under torchrun a second SIGINT comes from the agent, not the user
+                logger.warning("Ctrl-C: saving a checkpoint after this step (press again to abort at once)")
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        def peer_lost(signum: int, frame: FrameType | None) -> None:
+            raise self._lost_peers("another process of the run ended and torchrun stopped this one")
 
         self._stop_requested = False
+        handlers = {signal.SIGINT: request_stop} | ({signal.SIGTERM: peer_lost} if self.run else {})
         try:
-            return signal.signal(signal.SIGINT, request_stop)
-        except ValueError:  # not the main thread: leave Ctrl-C alone
-            return None
+            return {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+        except ValueError:  # not the main thread: leave the signals alone
+            return {}
 
     @staticmethod
-    def _restore_interrupt_handler(previous: Any) -> None:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+    def _restore_interrupt_handler(previous: dict[int, Any]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
     def _result(self, started: float, interrupted: bool) -> TrainingResult:
         return TrainingResult(
