@@ -183,7 +183,7 @@ def run_distributed(args: argparse.Namespace) -> int:
 
     label = f"rank {os.environ.get('RANK', '?')} of {os.environ['WORLD_SIZE']}"
     if os.environ.get("RANK", "0") != "0":
-        logger.setLevel(logging.WARNING)  # rank 0 alone tells the story
+        logger.setLevel(logging.ERROR)  # rank 0 alone tells the story
     try:
         device = distributed_device(args.device)
         args.device = str(device)

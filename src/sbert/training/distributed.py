@@ -135,6 +135,15 @@ def join_process_group(
     return Distributed(rank, world_size)
 
 
+def lost_peers(error: BaseException) -> bool:
+    """Whether ``error`` came from a collective whose peer died or hung (gloo and NCCL raise plain
+    RuntimeErrors for a closed connection)."""
+    text = str(error)
+    return isinstance(error, dist.DistError) or any(
+        marker in text for marker in ("gloo", "NCCL", "Connection reset", "Connection closed")
+    )
+
+
 def leave_process_group() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()

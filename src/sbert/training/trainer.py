@@ -54,6 +54,7 @@ from sbert.training.distributed import (
     check_batching,
     check_same_everywhere,
     fingerprints,
+    lost_peers,
     rank_share,
     step_seed,
 )
@@ -230,8 +231,10 @@ class Trainer:
                 self.state.epoch, self.state.step_in_epoch = epoch + 1, 0
                 if self.evaluator is not None and not self._evaluated_at(self.state.global_step):
                     self._evaluate()
-        except dist.DistError as error:  # a peer died or hung: name this rank, the step and what is kept
-            raise self._lost_peers(str(error).strip().splitlines()[0]) from error
+        except RuntimeError as error:  # a peer died or hung: name this rank, the step and what is kept
+            if self.run is None or not lost_peers(error):
+                raise
+            raise self._peer_error(str(error).strip().splitlines()[0]) from error
         finally:
             bar.close()
             self._restore_interrupt_handler(previous_handlers)
@@ -248,7 +251,7 @@ class Trainer:
         check_same_everywhere(self.run, fingerprints(self.objective, self.examples, settings), device)
         # Unused parameters (BERT's pooler under mean pooling) must not stall the gradient all-reduce;
         # the loss moves its own tensors, so DDP is given no device to scatter inputs to.
-        return DistributedDataParallel(self.objective, find_unused_parameters=True, broadcast_buffers=False)
+        return DistributedDataParallel(self.objective, find_unused_parameters=True)
 
     def _step(self, batch: np.ndarray, forward: nn.Module, optimizer: Any, scheduler: Any, autocast: Any) -> float:
         share, run = batch, self.run
@@ -425,7 +428,7 @@ class Trainer:
             "Try a lower learning rate, or --no-bf16."
         )
 
-    def _lost_peers(self, cause: str) -> DistributedError:
+    def _peer_error(self, cause: str) -> DistributedError:
         label = self.run.label if self.run else "rank 0 of 1"
         return DistributedError(
             f"{label}: stopped at step {self.state.global_step + 1}: {cause}; "
@@ -440,7 +443,7 @@ class Trainer:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
 
         def peer_lost(signum: int, frame: FrameType | None) -> None:
-            raise self._lost_peers("another process of the run ended and torchrun stopped this one")
+            raise self._peer_error("another process of the run ended and torchrun stopped this one")
 
         self._stop_requested = False
         handlers = {signal.SIGINT: request_stop} | ({signal.SIGTERM: peer_lost} if self.run else {})
