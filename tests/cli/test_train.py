@@ -79,7 +79,9 @@ def test_no_progress_hides_the_dev_evaluation_bars_too(
     pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dev = tmp_path / "dev.tsv"  # 1000 distinct sentences: enough for encode()'s default bar
-    dev.write_text("sentence1\tsentence2\tscore\n" + "".join(f"a man {i}\tthe dog {i}\t{i % 6}\n" for i in range(500)))
+    dev.write_text(
+        "sentence1\tsentence2\tscore\n" + "".join(f"a man {i}\tthe dog {i}\t{i % 6}\n" for i in range(500))
+    )
     argv = ["train", "file", "--train", str(pairs_file), "--loss", "cosine-mse", "--dev", str(dev)]
     argv += ["--base", str(trainable_model_dir), "--output", str(tmp_path / "out"), "--device", "cpu"]
     assert main([*argv, "--no-progress"]) == 0

@@ -29,8 +29,13 @@ def main(work: Path) -> None:
     found: dict[str, object] = {}
     for argv in json.loads((work / "runs.json").read_text()).values():
         run_recipe(build_parser().parse_args(argv))
-    encoder = SentenceEncoder.from_pretrained(work / "model", device="cpu", precision="float32", backend="torch")
-    batches = {"mnrl": read_triplets(work / "triplets.tsv")[:7], "cosent": read_scored_pairs(work / "scored.tsv")[:7]}
+    encoder = SentenceEncoder.from_pretrained(
+        work / "model", device="cpu", precision="float32", backend="torch"
+    )
+    batches = {
+        "mnrl": read_triplets(work / "triplets.tsv")[:7],
+        "cosent": read_scored_pairs(work / "scored.tsv")[:7],
+    }
     for name, loss in (("mnrl", MultipleNegativesRankingLoss(encoder)), ("cosent", CoSENTLoss(encoder))):
         share = [batches[name][i] for i in rank_share(np.arange(7), run.rank, run.world_size)]
         for gather in (True, False):

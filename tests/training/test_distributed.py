@@ -21,14 +21,13 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
+from tests.conftest import REPO, WORDS, build_tiny_bert
 
 from sbert import SentenceEncoder
 from sbert.cli import main
 from sbert.data.training_files import read_scored_pairs, read_triplets
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
 from sbert.training.distributed import DistributedError, check_batching, join_process_group, rank_share
-
-from tests.conftest import REPO, WORDS, build_tiny_bert
 
 WORKER = Path(__file__).with_name("ddp_worker.py")
 EXAMPLES = 29  # batches of 8: the last one has 5 examples, shared 3 + 2
@@ -64,7 +63,11 @@ def train_argv(work: Path, loss: str, output: Path, epochs: int = 3, *more: str)
 
 
 def environment() -> dict[str, str]:
-    env = os.environ | {"PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = os.environ | {
+        "PYTHONPATH": str(REPO / "src"),
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     env.pop("SBERT_DATA", None)  # no STSb dev set: the runs keep their final model
     return env
 
@@ -72,7 +75,13 @@ def environment() -> dict[str, str]:
 def torchrun(args: Sequence[str], cwd: Path, nproc: int = 2, **popen: object) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), *args]
     return subprocess.Popen(
-        command, cwd=cwd, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen
+        command,
+        cwd=cwd,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
     )  # type: ignore[call-overload]
 
 
@@ -134,7 +143,9 @@ def test_two_processes_end_with_the_weights_of_one_process_on_the_global_batch(
 def test_gathered_in_batch_loss_equals_the_single_process_loss(
     name: str, work: Path, ddp: dict[str, object]
 ) -> None:
-    encoder = SentenceEncoder.from_pretrained(work / "model", device="cpu", precision="float32", backend="torch")
+    encoder = SentenceEncoder.from_pretrained(
+        work / "model", device="cpu", precision="float32", backend="torch"
+    )
     if name == "mnrl":  # triplets: the hard negatives must stay with their anchors
         loss, batch = MultipleNegativesRankingLoss(encoder), read_triplets(work / "triplets.tsv")[:7]
     else:
@@ -206,7 +217,9 @@ def test_ranks_with_different_data_are_refused_at_start(work: Path) -> None:
         argv = train_argv(work, "cosent", folder / "out", 1, "--rendezvous-timeout", "20")
         argv[3] = "pairs.tsv"  # each machine reads its own copy
         rendezvous = ["--nnodes", "2", "--node-rank", str(node), "--master-addr", "127.0.0.1"]
-        nodes.append(torchrun([*rendezvous, "--master-port", str(port), "-m", "sbert", *argv], folder, nproc=1))
+        nodes.append(
+            torchrun([*rendezvous, "--master-port", str(port), "-m", "sbert", *argv], folder, nproc=1)
+        )
     results = [finish(node, timeout=120) for node in nodes]
     assert all(code != 0 for code, _ in results), results
     log = results[0][1]
@@ -216,10 +229,17 @@ def test_ranks_with_different_data_are_refused_at_start(work: Path) -> None:
 
 def test_an_unreachable_rendezvous_is_reported_within_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     port = free_port()  # nothing listens there
-    for name, value in {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}.items():
+    for name, value in {
+        "RANK": "1",
+        "WORLD_SIZE": "2",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
     started = time.monotonic()
-    with pytest.raises(DistributedError, match=f"rank 1 of 2: cannot reach the rendezvous at 127.0.0.1:{port} within 1 s"):
+    with pytest.raises(
+        DistributedError, match=f"rank 1 of 2: cannot reach the rendezvous at 127.0.0.1:{port} within 1 s"
+    ):
         join_process_group(torch.device("cpu"), rendezvous_timeout=1)
     assert time.monotonic() - started < 10  # the timeout, not a hang

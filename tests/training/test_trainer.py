@@ -171,7 +171,9 @@ def test_the_kept_checkpoint_is_the_last_good_one(trainable_encoder: SentenceEnc
                 trainable_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(1e6)
 
     trainer = Trainer(CosineMSELoss(trainable_encoder), toy_pairs(), tmp_path, config(), callbacks=[blow_up])
-    with pytest.raises(TrainingDivergedError, match=r"weights exploded .* at step 6 .* checkpoint is kept in"):
+    with pytest.raises(
+        TrainingDivergedError, match=r"weights exploded .* at step 6 .* checkpoint is kept in"
+    ):
         trainer.train()
     assert json.loads((tmp_path / "checkpoint" / "state.json").read_text())["global_step"] == 4
     kept = load_file(str(tmp_path / "checkpoint" / "objective.safetensors"))

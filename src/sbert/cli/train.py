@@ -134,7 +134,9 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_data_argument(parser)
-    ddp = parser.add_argument_group("several processes (under torchrun; --batch-size is then the global batch)")
+    ddp = parser.add_argument_group(
+        "several processes (under torchrun; --batch-size is then the global batch)"
+    )
     ddp.add_argument(
         "--gather",
         action=argparse.BooleanOptionalAction,
@@ -142,7 +144,10 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="mnrl, cosent: compare with the embeddings of every process (default), or of each process's share",
     )
     ddp.add_argument(
-        "--rendezvous-timeout", type=float, default=30.0, help="seconds to reach the other processes (default 30)"
+        "--rendezvous-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to reach the other processes (default 30)",
     )
     ddp.add_argument(
         "--ddp-timeout",

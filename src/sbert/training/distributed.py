@@ -176,9 +176,35 @@ def rank_share(batch: np.ndarray, rank: int, world_size: int) -> np.ndarray:
     return np.array_split(batch, world_size)[rank]
 
 
-def shareable_batches(batches: Sequence[np.ndarray], world_size: int) -> list[np.ndarray]:
-    """The global batches that every rank gets a part of: a last batch smaller than the world is left out."""
-    return [batch for batch in batches if len(batch) >= world_size]
+def loss_weights(share: int, batch: int, world_size: int, replicated: bool) -> tuple[float, float]:
+    """``(weight, scale)`` of a rank's loss on its ``share`` of a global ``batch``.
+
+    Summed over the ranks, ``weight · loss`` is the global batch's loss; backpropagating
+    ``scale · loss`` gives, once DDP has averaged the gradients over the ranks, the gradient of one
+    process on the whole batch. A ``replicated`` loss (computed from gathered embeddings) is already
+    the whole batch's on every rank; any other is its share's mean, weighted by the share's size.
+
+    Example:
+        >>> loss_weights(3, 5, 2, replicated=False), loss_weights(3, 5, 2, replicated=True)
+        ((0.6, 1.2), (0.5, 2.0))
+    """
+    if replicated:
+        return 1 / world_size, float(world_size)
+    return share / batch, world_size * share / batch
+
+
+def distributed_model(
+    run: Distributed, objective: nn.Module, examples: Sequence[Any], settings: Mapping[str, Any]
+) -> nn.Module:
+    """``objective`` in DistributedDataParallel, once every rank is shown to have the same code, data,
+    settings and weights (:func:`check_same_everywhere`)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    device = next(objective.parameters()).device
+    check_same_everywhere(run, fingerprints(objective, examples, settings), device)
+    # Unused parameters (BERT's pooler under mean pooling) must not stall the gradient all-reduce;
+    # the loss moves its own tensors, so DDP is given no device to scatter inputs to.
+    return DistributedDataParallel(objective, find_unused_parameters=True)
 
 
 def step_seed(seed: int, rank: int, step: int) -> int:
@@ -236,9 +262,7 @@ def agree(loss_share: float, stop: bool, device: torch.device) -> tuple[float, b
     return float(values[0]), bool(values[1] > 0)
 
 
-def fingerprints(
-    objective: nn.Module, examples: Sequence[Any], config: Mapping[str, Any]
-) -> dict[str, str]:
+def fingerprints(objective: nn.Module, examples: Sequence[Any], config: Mapping[str, Any]) -> dict[str, str]:
     """SHA-256 digests of what every rank must share: sbert's code, the data, the settings, the weights."""
     package = Path(__file__).resolve().parents[1]
     code = hashlib.sha256()

@@ -30,8 +30,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -40,10 +39,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
-from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from sbert.model_io import replace_dir
+from sbert.training.autocast import training_autocast
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
@@ -52,8 +51,8 @@ from sbert.training.distributed import (
     DistributedError,
     agree,
     check_batching,
-    check_same_everywhere,
-    fingerprints,
+    distributed_model,
+    loss_weights,
     lost_peers,
     rank_share,
     step_seed,
@@ -62,6 +61,7 @@ from sbert.training.health import TrainingDivergedError, checkpoint_note, weight
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.schedule import build_optimizer, build_scheduler
 from sbert.training.seeding import seed_everything
+from sbert.training.state import TrainerState, TrainingResult
 
 logger = logging.getLogger("sbert")
 
@@ -70,33 +70,6 @@ LOG_FILE = "training_log.jsonl"
 PLOT_FILE = "training_curve.png"
 
 Evaluator = Callable[[Any], dict[str, float]]
-
-
-@dataclass
-class TrainerState:
-    """Where a run stands; callbacks receive it after every optimiser step."""
-
-    global_step: int = 0
-    epoch: int = 0
-    step_in_epoch: int = 0
-    loss: float = math.nan
-    learning_rate: float = 0.0
-    best_score: float | None = None
-    best_step: int | None = None
-    dev_scores: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class TrainingResult:
-    """What a run did: steps taken, the best dev score and where it was reached, whether it was stopped."""
-
-    output_dir: Path
-    global_step: int
-    total_steps: int
-    best_score: float | None
-    best_step: int | None
-    interrupted: bool
-    seconds: float
 
 
 class Trainer:
@@ -195,7 +168,7 @@ class Trainer:
             self.log.truncate(0)
             self.log.write({"event": "start", "config": asdict(config), "examples": len(self.examples)})
         forward = self._distribute()
-        autocast = self._autocast()
+        autocast = training_autocast(self.objective, self.config.bf16)
         self.objective.train()
         bar = tqdm(
             total=self.total_steps,
@@ -237,23 +210,21 @@ class Trainer:
             raise self._peer_error(str(error).strip().splitlines()[0]) from error
         finally:
             bar.close()
-            self._restore_interrupt_handler(previous_handlers)
+            for signum, handler in previous_handlers.items():
+                signal.signal(signum, handler)
             self.objective.eval()
         self._finish()
         return self._result(started, interrupted=False)
 
     def _distribute(self) -> nn.Module:
-        """Check that every rank has the same code, data, settings and weights; wrap in DDP."""
         if self.run is None:
             return self.objective
-        device = next(self.objective.parameters()).device
         settings = asdict(self.config) | {"world_size": self.world_size, "resumed_at": self.state.global_step}
-        check_same_everywhere(self.run, fingerprints(self.objective, self.examples, settings), device)
-        # Unused parameters (BERT's pooler under mean pooling) must not stall the gradient all-reduce;
-        # the loss moves its own tensors, so DDP is given no device to scatter inputs to.
-        return DistributedDataParallel(self.objective, find_unused_parameters=True)
+        return distributed_model(self.run, self.objective, self.examples, settings)
 
-    def _step(self, batch: np.ndarray, forward: nn.Module, optimizer: Any, scheduler: Any, autocast: Any) -> float:
+    def _step(
+        self, batch: np.ndarray, forward: nn.Module, optimizer: Any, scheduler: Any, autocast: Any
+    ) -> float:
         share, run = batch, self.run
         if run is not None:
             share = rank_share(batch, run.rank, run.world_size)
@@ -262,13 +233,9 @@ class Trainer:
             loss: Tensor = forward([self.examples[i] for i in share])
         value, scale = float(loss.detach()), 1.0
         if run is not None:
-            # A loss computed from gathered embeddings is the whole batch's on every rank; otherwise
-            # each rank's mean is weighted by its share. ``scale`` undoes DDP's mean over ranks.
             replicated = bool(getattr(self.objective, "replicated_loss", False))
-            weight = 1 / run.world_size if replicated else len(share) / len(batch)
-            scale = float(run.world_size) if replicated else run.world_size * weight
-            value, stop = agree(value * weight, self._stop_requested, loss.device)
-            self._stop_requested = stop
+            weight, scale = loss_weights(len(share), len(batch), run.world_size, replicated)
+            value, self._stop_requested = agree(value * weight, self._stop_requested, loss.device)
         if not math.isfinite(value):
             raise TrainingDivergedError(self._divergence_message(f"the loss is {value}"))
         (loss * scale).backward()
@@ -412,15 +379,6 @@ class Trainer:
             return None
         return list(lengths_of(self.examples))
 
-    def _autocast(self) -> AbstractContextManager[Any]:
-        if not self.config.bf16:
-            return nullcontext()
-        device = next(self.objective.parameters()).device
-        if not bf16_supported(device):
-            logger.warning("bf16 requested but %s has no native bf16 support: training in fp32", device)
-            return nullcontext()
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-
     def _divergence_message(self, problem: str) -> str:
         return (
             f"training stopped: {problem} at step {self.state.global_step + 1} "
@@ -436,6 +394,8 @@ class Trainer:
         )
 
     def _install_interrupt_handler(self) -> dict[int, Any]:
+        """Ctrl-C: checkpoint after this step. Under torchrun, SIGTERM means another rank ended."""
+
         def request_stop(signum: int, frame: FrameType | None) -> None:
             self._stop_requested = True
             if self.run is None:  # under torchrun a second SIGINT comes from the agent, not the user
@@ -452,11 +412,6 @@ class Trainer:
         except ValueError:  # not the main thread: leave the signals alone
             return {}
 
-    @staticmethod
-    def _restore_interrupt_handler(previous: dict[int, Any]) -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
     def _result(self, started: float, interrupted: bool) -> TrainingResult:
         return TrainingResult(
             output_dir=self.output_dir,
@@ -467,12 +422,3 @@ class Trainer:
             interrupted=interrupted,
             seconds=time.perf_counter() - started,
         )
-
-
-def bf16_supported(device: torch.device) -> bool:
-    """Whether ``device`` computes bf16 natively (CPU: AVX512-BF16 or AMX; CUDA: Ampere or newer)."""
-    if device.type == "cuda":
-        return bool(torch.cuda.is_bf16_supported())
-    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
-    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    return bool((check and check()) or (amx and amx()))
