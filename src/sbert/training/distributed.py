@@ -69,11 +69,6 @@ class Distributed:
         return cls(dist.get_rank(), dist.get_world_size())
 
 
-def launched_distributed() -> bool:
-    """Whether ``torchrun`` (or another launcher) started this process as one of several."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
-
-
 def distributed_device(requested: str | None) -> torch.device:
     """This rank's device: its own GPU (``LOCAL_RANK``) on CUDA, else the CPU."""
     wanted = torch.device(requested or ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -1,17 +1,17 @@
 """When training must stop: a training state is *good*, and may be kept, only while it has a finite
 loss and finite, non-exploding weights.
 
-The rule, checked after every optimiser step, before anything is written:
+The rule, checked by the trainer every ``log_steps`` steps and before anything is written:
 
-- the loss of the step is finite (checked before the step is applied, so its update never lands);
+- the loss of every step is finite (checked at each step before its update lands);
 - every weight is finite;
 - the L2 norm of all trainable weights together is at most :data:`WEIGHT_GROWTH_LIMIT` times the norm
   they started the run from. Fine-tuning moves weights by a few per cent; a learning rate far too
   high (``--lr 1e9``) multiplies them by orders of magnitude within a step or two, long before the
   loss turns NaN, since cosine similarities and normalised embeddings stay finite for any weights.
 
-A step that breaks the rule raises :class:`TrainingDivergedError` at once, so the checkpoints and the
-saved model are never overwritten with a state that breaks it: the last checkpoint is the last good one.
+A state that breaks the rule raises :class:`TrainingDivergedError` instead of being saved, so the
+checkpoints and the saved model never hold such a state: the last checkpoint is the last good one.
 """
 
 from __future__ import annotations

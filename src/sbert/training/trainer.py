@@ -134,10 +134,10 @@ class Trainer:
         self.log = TrainingLog(self.output_dir / LOG_FILE)
         self.state = TrainerState()
         self.run = Distributed.current()
-        # A last batch smaller than the number of processes cannot be shared: it is left out.
         self.world_size = self.run.world_size if self.run else 1
         if self.run:
             check_batching(len(self.examples), self.config.batch_size, self.world_size)
+        # A last batch smaller than the number of processes cannot be shared: it is left out.
         self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size, self.world_size)
         self.total_steps = self.steps_per_epoch * self.config.epochs
         self.is_main = self.run is None or self.run.is_main
@@ -152,7 +152,8 @@ class Trainer:
         """Run (or, with ``resume``, continue) training; Ctrl-C saves a checkpoint and returns.
 
         Raises:
-            TrainingDivergedError: the loss became NaN or infinite (the last checkpoint is kept).
+            TrainingDivergedError: the loss became NaN or infinite, or the weights exploded (the last
+                checkpoint, a good one, is kept).
             FileNotFoundError: ``resume`` without a checkpoint in ``output_dir``.
         """
         config = self.config
@@ -237,21 +238,22 @@ class Trainer:
             weight, scale = loss_weights(len(share), len(batch), run.world_size, replicated)
             value, self._stop_requested = agree(value * weight, self._stop_requested, loss.device)
         if not math.isfinite(value):
-            raise TrainingDivergedError(self._divergence_message(f"the loss is {value}"))
+            raise TrainingDivergedError(
+                self._divergence_message(f"the loss is {value}", self.state.global_step + 1)
+            )
         (loss * scale).backward()
         if self.config.max_grad_norm is not None:
             nn.utils.clip_grad_norm_(self.objective.parameters(), self.config.max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        problem = weights_problem(weight_norm(self.objective), self._start_norm)
-        if problem is not None:  # before the step counts, so nothing is saved from it
-            raise TrainingDivergedError(self._divergence_message(problem))
         self.state.global_step += 1
         return value
 
     def _after_step(self, running: list[float], optimizer: Any, scheduler: Any) -> None:
         config, step = self.config, self.state.global_step
+        if step % config.log_steps == 0:  # on every rank, so that all stop together
+            self._check_weights()
         if not self.is_main:
             return
         if step % config.log_steps == 0 or step == self.total_steps:
@@ -306,6 +308,7 @@ class Trainer:
         ``model.save`` replaces a whole directory, so it writes to a staging folder first; each of its
         files and folders then replaces its counterpart in ``output_dir`` by a rename.
         """
+        self._check_weights()
         self.output_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".model.", dir=self.output_dir))
         try:
@@ -320,6 +323,7 @@ class Trainer:
             shutil.rmtree(staging, ignore_errors=True)
 
     def _save_checkpoint(self, optimizer: Any, scheduler: Any) -> None:
+        self._check_weights()
         state = {
             "global_step": self.state.global_step,
             "epoch": self.state.epoch,
@@ -379,9 +383,19 @@ class Trainer:
             return None
         return list(lengths_of(self.examples))
 
-    def _divergence_message(self, problem: str) -> str:
+    def _check_weights(self) -> None:
+        """Stop before anything is written from weights that break the rule of :mod:`~sbert.training.health`.
+
+        Every ``log_steps`` steps and before every save: a norm over all weights costs about a tenth of
+        a step, too much for every step.
+        """
+        problem = weights_problem(weight_norm(self.objective), self._start_norm)
+        if problem is not None:
+            raise TrainingDivergedError(self._divergence_message(problem, self.state.global_step))
+
+    def _divergence_message(self, problem: str, step: int) -> str:
         return (
-            f"training stopped: {problem} at step {self.state.global_step + 1} "
+            f"training stopped: {problem} at step {step} "
             f"(epoch {self.state.epoch + 1}); {checkpoint_note(self.checkpoint_dir)}. "
             "Try a lower learning rate, or --no-bf16."
         )
