@@ -118,7 +118,12 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-pairs", type=int, default=None, help="train on a random subset of N examples")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--epochs", type=int, default=None, help="default: the recipe's (nli 1, stsb 4)")
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="examples per optimiser step, over all processes (default 16)",
+    )
     parser.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
     parser.add_argument("--warmup", type=float, default=0.1, help="warm-up share of the steps (default 0.1)")
     parser.add_argument(
@@ -134,9 +139,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_data_argument(parser)
-    ddp = parser.add_argument_group(
-        "several processes (under torchrun; --batch-size is then the global batch)"
-    )
+    ddp = parser.add_argument_group("several processes (under torchrun)")
     ddp.add_argument(
         "--gather",
         action=argparse.BooleanOptionalAction,
