@@ -100,7 +100,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data-dir", default=os.environ.get("SBERT_DATA"))
-    parser.add_argument("--pairs", type=int, default=512, help="training pairs per timed run (default 512)")
+    parser.add_argument("--pairs", type=int, default=384, help="training pairs per timed run (default 384)")
     parser.add_argument("--batch-size", type=int, default=32, help="global batch (default 32)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gpus", action="store_true", help="1 GPU against 2 GPUs, one process each")
