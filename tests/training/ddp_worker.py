@@ -40,7 +40,7 @@ def main(work: Path) -> None:
         share = [batches[name][i] for i in rank_share(np.arange(7), run.rank, run.world_size)]
         for gather in (True, False):
             loss.gather_across_ranks = gather
-            found[f"{name}_{'gathered' if gather else 'local'}"] = float(loss(share))
+            found[f"{name}_{'gathered' if gather else 'local'}"] = float(loss(share).detach())
     for count, batch_size in ((7, 7), (1, 2)):  # a global batch 2 processes cannot share; too few examples
         try:
             Trainer(loss, batches["cosent"][:count], work / "unused", TrainingConfig(batch_size=batch_size))
