@@ -73,3 +73,18 @@ def test_train_cross_stsb_reports_test_spearman(trainable_model_dir: Path, tmp_p
     assert results["recipe"] == "cross-stsb" and results["steps"] == 2
     assert -100 <= results["stsb_test_spearman"] <= 100 and results["best_dev_spearman"] is not None
     assert (output / "sbert_cross_encoder.json").is_file()
+
+
+def test_no_progress_hides_the_dev_evaluation_bars_too(
+    pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dev = tmp_path / "dev.tsv"  # 1000 distinct sentences: enough for encode()'s default bar
+    dev.write_text(
+        "sentence1\tsentence2\tscore\n" + "".join(f"a man {i}\tthe dog {i}\t{i % 6}\n" for i in range(500))
+    )
+    argv = ["train", "file", "--train", str(pairs_file), "--loss", "cosine-mse", "--dev", str(dev)]
+    argv += ["--base", str(trainable_model_dir), "--output", str(tmp_path / "out"), "--device", "cpu"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "Encoding" not in capsys.readouterr().err
+    assert main([*argv, "--output", str(tmp_path / "with-bars")]) == 0
+    assert "Encoding" in capsys.readouterr().err  # the same run with bars shows them

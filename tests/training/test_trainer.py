@@ -151,3 +151,30 @@ def test_resume_without_checkpoint_names_the_folder(
     trainer = Trainer(CosineMSELoss(trainable_encoder), toy_pairs(), tmp_path, config())
     with pytest.raises(FileNotFoundError, match="checkpoint"):
         trainer.train(resume=True)
+
+
+def test_exploding_weights_stop_the_run_before_any_checkpoint_keeps_them(
+    trainable_encoder: SentenceEncoder, tmp_path: Path
+) -> None:
+    """--lr 1e9: cosine losses stay finite while the weights reach 1e9; no checkpoint may hold them."""
+    settings = config(learning_rate=1e9, checkpoint_steps=1, warmup_fraction=0.0)
+    trainer = Trainer(CosineMSELoss(trainable_encoder), toy_pairs(), tmp_path, settings)
+    with pytest.raises(TrainingDivergedError, match=r"the weights exploded .* at step 1 .* no checkpoint"):
+        trainer.train()
+    assert not (tmp_path / "checkpoint").exists() and not (tmp_path / "model.safetensors").exists()
+
+
+def test_the_kept_checkpoint_is_the_last_good_one(trainable_encoder: SentenceEncoder, tmp_path: Path) -> None:
+    def blow_up(state: TrainerState) -> None:
+        if state.global_step == 5:
+            with torch.no_grad():
+                trainable_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(1e6)
+
+    trainer = Trainer(CosineMSELoss(trainable_encoder), toy_pairs(), tmp_path, config(), callbacks=[blow_up])
+    with pytest.raises(
+        TrainingDivergedError, match=r"weights exploded .* at step 8 .* checkpoint is kept in"
+    ):
+        trainer.train()
+    assert json.loads((tmp_path / "checkpoint" / "state.json").read_text())["global_step"] == 4
+    kept = load_file(str(tmp_path / "checkpoint" / "objective.safetensors"))
+    assert max(float(t.abs().max()) for t in kept.values()) < 100

@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import random
 import sys
 from collections.abc import Callable, Sequence
@@ -117,7 +118,12 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-pairs", type=int, default=None, help="train on a random subset of N examples")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--epochs", type=int, default=None, help="default: the recipe's (nli 1, stsb 4)")
-    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="examples per optimiser step, over all processes (default 16)",
+    )
     parser.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
     parser.add_argument("--warmup", type=float, default=0.1, help="warm-up share of the steps (default 0.1)")
     parser.add_argument(
@@ -131,8 +137,27 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--checkpoint-steps", type=int, default=500, help="checkpoint every N steps")
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_data_argument(parser)
+    ddp = parser.add_argument_group("several processes (under torchrun)")
+    ddp.add_argument(
+        "--gather",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="mnrl, cosent: compare with the embeddings of every process (default), or of each process's share",
+    )
+    ddp.add_argument(
+        "--rendezvous-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to reach the other processes (default 30)",
+    )
+    ddp.add_argument(
+        "--ddp-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds a process waits for the others in one step, dev evaluations included (default 1800)",
+    )
 
 
 def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
@@ -150,6 +175,38 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return run_distributed(args)
+    return run_recipe(args)
+
+
+def run_distributed(args: argparse.Namespace) -> int:
+    """One process of a ``torchrun`` launch: join the others, train, and report errors with the rank."""
+    from sbert.training.distributed import (
+        DistributedError,
+        distributed_device,
+        join_process_group,
+        leave_process_group,
+    )
+
+    label = f"rank {os.environ.get('RANK', '?')} of {os.environ['WORLD_SIZE']}"
+    if os.environ.get("RANK", "0") != "0":
+        logger.setLevel(logging.ERROR)  # rank 0 alone tells the story
+    try:
+        device = distributed_device(args.device)
+        args.device = str(device)
+        join_process_group(device, args.rendezvous_timeout, args.ddp_timeout)
+        return run_recipe(args)
+    except DistributedError as error:
+        print(f"sbert train: {error}", file=sys.stderr)
+    except (OSError, ValueError, TypeError, TrainingDivergedError) as error:
+        print(f"sbert train: {label}: error: {error}", file=sys.stderr)
+    finally:
+        leave_process_group()
+    return 1
+
+
+def run_recipe(args: argparse.Namespace) -> int:
     output = Path(args.output)
     try:
         if args.recipe == "nli-stsb":
@@ -191,8 +248,10 @@ def run_stage(
         config.learning_rate,
         "bf16 autocast" if config.bf16 else "fp32",
     )
-    result = Trainer(objective, examples, output, config, dev).train(resume=resume)
-    if not result.interrupted:
+    objective.gather_across_ranks = args.gather
+    trainer = Trainer(objective, examples, output, config, dev)
+    result = trainer.train(resume=resume)
+    if not result.interrupted and trainer.is_main:
         report(args, recipe, output, result, len(examples))
     return result
 
@@ -218,10 +277,13 @@ def run_cross_encoder_stage(args: argparse.Namespace, output: Path) -> TrainingR
     examples = subsample(read_stsb("train", args.data_dir), args.max_pairs, args.seed)
     dev = CrossEncoderEvaluator(read_stsb("dev", args.data_dir), name="stsb-dev")
     config = training_config(args, "cross-stsb")
-    result = Trainer(CrossEncoderLoss(model), examples, output, config, dev).train(resume=args.resume)
-    if not result.interrupted:
+    trainer = Trainer(CrossEncoderLoss(model), examples, output, config, dev)
+    result = trainer.train(resume=args.resume)
+    if not result.interrupted and trainer.is_main:
         trained = CrossEncoder.from_pretrained(output, device=args.device)
-        test = CrossEncoderEvaluator(read_stsb("test", args.data_dir), name="stsb-test")(trained)
+        test = CrossEncoderEvaluator(
+            read_stsb("test", args.data_dir), name="stsb-test", show_progress_bar=not args.no_progress
+        )(trained)
         report(args, "cross-stsb", output, result, len(examples), test_spearman=test["spearman"])
     return result
 
@@ -309,7 +371,9 @@ def report(
         results["stsb_test_spearman"] = test_spearman
     else:
         with contextlib.suppress(FileNotFoundError):  # no data directory: no test report
-            evaluate = SimilarityEvaluator(read_stsb("test", args.data_dir), name="stsb-test")
+            evaluate = SimilarityEvaluator(
+                read_stsb("test", args.data_dir), name="stsb-test", show_progress_bar=not args.no_progress
+            )
     if evaluate is not None:
         # One evaluation: compiling an OpenVINO engine for it would cost more than it saves.
         trained = SentenceEncoder.from_pretrained(output, device=args.device, backend="torch")

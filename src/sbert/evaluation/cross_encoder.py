@@ -26,14 +26,25 @@ class CrossEncoderEvaluator:
 
     primary_metric = "spearman"
 
-    def __init__(self, pairs: Sequence[ScoredPair], name: str = "", batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        pairs: Sequence[ScoredPair],
+        name: str = "",
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+    ) -> None:
         if not pairs:
             raise ValueError(f"CrossEncoderEvaluator {name!r}: no pairs to evaluate")
         self.pairs, self.name, self.batch_size = list(pairs), name, batch_size
+        self.show_progress_bar = show_progress_bar  # None: a bar for 1000 pairs or more
 
     def __call__(self, model: CrossEncoder) -> dict[str, float]:
         predicted = np.asarray(
-            model.predict([(p.sentence1, p.sentence2) for p in self.pairs], batch_size=self.batch_size),
+            model.predict(
+                [(p.sentence1, p.sentence2) for p in self.pairs],
+                batch_size=self.batch_size,
+                show_progress_bar=self.show_progress_bar,
+            ),
             dtype=np.float64,
         )
         gold = np.array([p.score for p in self.pairs], dtype=np.float64)

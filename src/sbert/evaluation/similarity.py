@@ -39,7 +39,13 @@ class SimilarityEvaluator:
 
     primary_metric = "spearman_cosine"
 
-    def __init__(self, pairs: Sequence[ScoredPair], name: str = "", batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        pairs: Sequence[ScoredPair],
+        name: str = "",
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+    ) -> None:
         if not pairs:
             raise ValueError(f"SimilarityEvaluator {name!r}: no pairs to evaluate")
         empty = [i for i, p in enumerate(pairs) if not p.sentence1.strip() or not p.sentence2.strip()]
@@ -48,6 +54,8 @@ class SimilarityEvaluator:
         self.pairs = list(pairs)
         self.name = name
         self.batch_size = batch_size
+        # None: the encoder's default (a bar for 1000 sentences or more).
+        self.show_progress_bar = show_progress_bar
 
     def __call__(self, model: Encoder) -> dict[str, float]:
         """Correlations × 100, keyed ``spearman_<similarity>`` and ``pearson_<similarity>``."""
@@ -63,7 +71,9 @@ class SimilarityEvaluator:
     def embed(self, model: Encoder) -> tuple[np.ndarray, np.ndarray]:
         """Embeddings of the first and second sentences, each distinct sentence encoded once."""
         unique = list(dict.fromkeys(s for p in self.pairs for s in (p.sentence1, p.sentence2)))
-        vectors = np.asarray(model.encode(unique, batch_size=self.batch_size))
+        # Only sbert's models take show_progress_bar; baselines have no bar to show.
+        bar = {} if self.show_progress_bar is None else {"show_progress_bar": self.show_progress_bar}
+        vectors = np.asarray(model.encode(unique, batch_size=self.batch_size, **bar))
         row = {sentence: i for i, sentence in enumerate(unique)}
         u = vectors[[row[p.sentence1] for p in self.pairs]]
         v = vectors[[row[p.sentence2] for p in self.pairs]]

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.encoder import SentenceEncoder
+from sbert.training.distributed import Distributed, gather_with_grad
 
 
 def example_texts(example: Any) -> tuple[str, ...]:
@@ -36,12 +37,30 @@ class SentenceLoss(nn.Module):
 
     # Whether the loss sees the model's output after its Normalize layer (if it has one).
     normalized_embeddings = True
+    # Whether the loss compares the examples of a batch with each other (in-batch negatives): then,
+    # under DDP, it gathers the embeddings of every rank unless ``gather_across_ranks`` is False.
+    in_batch_negatives = False
 
     def __init__(self, model: SentenceEncoder) -> None:
         super().__init__()
         self.model = model
         # Token ids by text, filled by lengths(): the trainer tokenizes the data set once, not every step.
         self._token_ids: dict[str, list[int]] = {}
+        self.gather_across_ranks = True
+
+    @property
+    def replicated_loss(self) -> bool:
+        """Whether every rank computes the whole global batch's loss from gathered embeddings."""
+        return self.in_batch_negatives and self.gather_across_ranks and Distributed.current() is not None
+
+    def gather(self, local: Tensor) -> Tensor:
+        """Every rank's rows of ``local`` in rank order when :attr:`replicated_loss`, else ``local``.
+
+        Each column (anchors, positives, negatives) is gathered on its own, so row i of every
+        gathered column still belongs to example i of the global batch: hard negatives stay aligned
+        with their anchors.
+        """
+        return gather_with_grad(local) if self.replicated_loss else local
 
     def lengths(self, examples: Sequence[Any]) -> list[int]:
         """Token length of each example: its longest sentence, which sets the padding of its batch."""

@@ -18,6 +18,10 @@ class CoSENTLoss(SentenceLoss):
     Only the order of the gold scores matters, which matches the Spearman evaluation; pairs with equal
     gold scores contribute nothing.
 
+    Under DDP the pairs of pairs span the global batch (every rank's cosines and gold scores,
+    gathered with their gradients), as in one process; ``gather_across_ranks = False`` keeps them
+    within each process's share.
+
     Args:
         model: The shared encoder.
         scale: Multiplier of the cosine differences (20, as the CoSENT paper).
@@ -32,14 +36,16 @@ class CoSENTLoss(SentenceLoss):
         True
     """
 
+    in_batch_negatives = True
+
     def __init__(self, model: SentenceEncoder, scale: float = 20.0) -> None:
         super().__init__(model)
         self.scale = scale
 
     def loss(self, examples: Sequence[Any], embeddings: list[Tensor]) -> Tensor:
         u, v = embeddings  # (batch, dim) each
-        cosine = self.scale * nn.functional.cosine_similarity(u, v, dim=1)  # (batch,)
-        gold = torch.tensor([float(e.score) for e in examples], device=cosine.device)  # (batch,)
+        cosine = self.gather(self.scale * nn.functional.cosine_similarity(u, v, dim=1))  # (batch,)
+        gold = self.gather(torch.tensor([float(e.score) for e in examples], device=u.device))  # (batch,)
         differences = cosine[:, None] - cosine[None, :]  # (batch, batch): cos_i − cos_j
         wrong_order = gold[:, None] < gold[None, :]  # gold_i < gold_j: cos_i should be below cos_j
         # The leading zero is the "1 +" inside the log; masked entries drop out of the sum.

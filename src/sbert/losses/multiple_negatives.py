@@ -20,6 +20,10 @@ class MultipleNegativesRankingLoss(SentenceLoss):
     logits are ``scale · cos(a_i, c_j)`` and the target of row i is column i. Pairs (sentence1,
     sentence2) give in-batch negatives only; triplets add one hard negative each.
 
+    Under DDP the candidates are those of the global batch (every rank's embeddings, gathered with
+    their gradients), so N processes rank against the same negatives as one process would; set
+    ``gather_across_ranks = False`` for the cheaper per-process negatives.
+
     Args:
         model: The shared encoder.
         scale: Inverse temperature of the softmax (20, as sentence-transformers).
@@ -34,12 +38,14 @@ class MultipleNegativesRankingLoss(SentenceLoss):
         True
     """
 
+    in_batch_negatives = True
+
     def __init__(self, model: SentenceEncoder, scale: float = 20.0) -> None:
         super().__init__(model)
         self.scale = scale
 
     def loss(self, examples: Sequence[Any], embeddings: list[Tensor]) -> Tensor:
-        anchors, *others = embeddings  # (batch, dim) each
+        anchors, *others = [self.gather(column) for column in embeddings]  # (batch, dim) each
         candidates = torch.cat(others, dim=0)  # (batch · (columns − 1), dim)
         logits = self.scale * cosine_matrix(anchors, candidates)  # (batch, batch · (columns − 1))
         targets = torch.arange(len(anchors), device=logits.device)

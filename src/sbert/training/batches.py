@@ -42,6 +42,11 @@ def epoch_batches(
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def batches_per_epoch(count: int, batch_size: int) -> int:
-    """Optimiser steps in one epoch (the last batch may be smaller)."""
-    return -(-count // batch_size)
+def batches_per_epoch(count: int, batch_size: int, min_batch: int = 1) -> int:
+    """Optimiser steps in one epoch: the last batch may be smaller, and counts if it has ``min_batch`` examples.
+
+    Example:
+        >>> batches_per_epoch(10, 4), batches_per_epoch(9, 4, min_batch=2)
+        (3, 2)
+    """
+    return count // batch_size + (count % batch_size >= min_batch)

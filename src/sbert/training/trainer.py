@@ -14,6 +14,10 @@ The protocol (what :class:`Trainer` needs from the objects it is given):
   the best model by is ``evaluator.primary_metric`` (or ``TrainingConfig``-independent ``metric=``).
 
 Any loss of :mod:`sbert.losses` fits; so does a cross-encoder wrapped in a loss module.
+
+Under ``torchrun`` (see :mod:`sbert.training.distributed`) the same trainer runs on every rank: each
+takes its share of every global batch, ``DistributedDataParallel`` averages the gradients, and rank 0
+alone evaluates, logs, writes checkpoints and saves the model.
 """
 
 from __future__ import annotations
@@ -26,24 +30,38 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from sbert.model_io import replace_dir
+from sbert.training.autocast import training_autocast
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
+from sbert.training.distributed import (
+    Distributed,
+    DistributedError,
+    agree,
+    check_batching,
+    distributed_model,
+    loss_weights,
+    lost_peers,
+    rank_share,
+    step_seed,
+)
+from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.schedule import build_optimizer, build_scheduler
 from sbert.training.seeding import seed_everything
+from sbert.training.state import TrainerState, TrainingResult
 
 logger = logging.getLogger("sbert")
 
@@ -54,44 +72,19 @@ PLOT_FILE = "training_curve.png"
 Evaluator = Callable[[Any], dict[str, float]]
 
 
-class TrainingDivergedError(RuntimeError):
-    """The loss became NaN or infinite; the message names the step and the last good checkpoint."""
-
-
-@dataclass
-class TrainerState:
-    """Where a run stands; callbacks receive it after every optimiser step."""
-
-    global_step: int = 0
-    epoch: int = 0
-    step_in_epoch: int = 0
-    loss: float = math.nan
-    learning_rate: float = 0.0
-    best_score: float | None = None
-    best_step: int | None = None
-    dev_scores: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class TrainingResult:
-    """What a run did: steps taken, the best dev score and where it was reached, whether it was stopped."""
-
-    output_dir: Path
-    global_step: int
-    total_steps: int
-    best_score: float | None
-    best_step: int | None
-    interrupted: bool
-    seconds: float
-
-
 class Trainer:
     """Train ``objective`` on ``train_examples``; the best model goes to ``output_dir``.
 
     ``output_dir`` ends as a normal model directory (``objective.model.save``) holding, beside the
     model files, ``training_log.jsonl``, ``training_curve.png`` and, while a run is unfinished,
     ``checkpoint/``. ``train(resume=True)`` continues from ``checkpoint/`` and ends with the same
-    weights as a run that was never stopped (fp32; same data, config and seed).
+    weights as a run that was never stopped (fp32; same data, config and seed). A run stops with
+    :class:`TrainingDivergedError` as soon as the loss or the weights leave the safe range
+    (:mod:`sbert.training.health`); what it wrote before is kept.
+
+    In a process group of two or more (``torchrun``), ``config.batch_size`` is the global batch, which
+    must be a multiple of the number of processes; every rank must see the same examples, and on
+    several machines ``output_dir`` must be a folder they share (to resume, and for the next stage).
 
     Args:
         objective: The loss module (see the module docstring for the protocol).
@@ -140,9 +133,16 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.log = TrainingLog(self.output_dir / LOG_FILE)
         self.state = TrainerState()
-        self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size)
+        self.run = Distributed.current()
+        self.world_size = self.run.world_size if self.run else 1
+        if self.run:
+            check_batching(len(self.examples), self.config.batch_size, self.world_size)
+        # A last batch smaller than the number of processes cannot be shared: it is left out.
+        self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size, self.world_size)
         self.total_steps = self.steps_per_epoch * self.config.epochs
+        self.is_main = self.run is None or self.run.is_main
         self._stop_requested = False
+        self._start_norm = math.nan
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -152,7 +152,8 @@ class Trainer:
         """Run (or, with ``resume``, continue) training; Ctrl-C saves a checkpoint and returns.
 
         Raises:
-            TrainingDivergedError: the loss became NaN or infinite (the last checkpoint is kept).
+            TrainingDivergedError: the loss became NaN or infinite, or the weights exploded (the last
+                checkpoint, a good one, is kept).
             FileNotFoundError: ``resume`` without a checkpoint in ``output_dir``.
         """
         config = self.config
@@ -161,32 +162,33 @@ class Trainer:
         lengths = self._lengths()
         optimizer = build_optimizer(self.objective, config.learning_rate, config.weight_decay)
         scheduler = build_scheduler(optimizer, self.total_steps, config.warmup_fraction)
+        self._start_norm = weight_norm(self.objective)
         if resume:
             self._resume(optimizer, scheduler)
-        else:
+        elif self.is_main:
             self.log.truncate(0)
             self.log.write({"event": "start", "config": asdict(config), "examples": len(self.examples)})
-        autocast = self._autocast()
+        forward = self._distribute()
+        autocast = training_autocast(self.objective, self.config.bf16)
         self.objective.train()
         bar = tqdm(
             total=self.total_steps,
             initial=self.state.global_step,
             desc="Training",
             unit="step",
-            disable=not config.show_progress_bar,
+            disable=not (config.show_progress_bar and self.is_main),
         )
         running: list[float] = []
-        previous_handler = self._install_interrupt_handler()
+        previous_handlers = self._install_interrupt_handler()
         try:
             for epoch in range(self.state.epoch, config.epochs):
                 batches = epoch_batches(
                     lengths, len(self.examples), config.batch_size, config.seed, epoch, config.chunk_batches
                 )
+                batches = [batch for batch in batches if len(batch) >= self.world_size]
                 first = self.state.step_in_epoch if epoch == self.state.epoch else 0
                 for index in range(first, len(batches)):
-                    loss = self._step(
-                        [self.examples[i] for i in batches[index]], optimizer, scheduler, autocast
-                    )
+                    loss = self._step(batches[index], forward, optimizer, scheduler, autocast)
                     self.state.epoch, self.state.step_in_epoch = epoch, index + 1
                     self.state.loss, self.state.learning_rate = loss, float(scheduler.get_last_lr()[0])
                     running.append(loss)
@@ -196,26 +198,50 @@ class Trainer:
                     for callback in self.callbacks:
                         callback(self.state)
                     if self._stop_requested:
-                        self._save_checkpoint(optimizer, scheduler)
-                        logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
+                        if self.is_main:
+                            self._save_checkpoint(optimizer, scheduler)
+                            logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
                         return self._result(started, interrupted=True)
                 self.state.epoch, self.state.step_in_epoch = epoch + 1, 0
                 if self.evaluator is not None and not self._evaluated_at(self.state.global_step):
                     self._evaluate()
+        except RuntimeError as error:  # a peer died or hung: name this rank, the step and what is kept
+            if self.run is None or not lost_peers(error):
+                raise
+            raise self._peer_error(str(error).strip().splitlines()[0]) from error
         finally:
             bar.close()
-            self._restore_interrupt_handler(previous_handler)
+            for signum, handler in previous_handlers.items():
+                signal.signal(signum, handler)
             self.objective.eval()
         self._finish()
         return self._result(started, interrupted=False)
 
-    def _step(self, examples: list[Any], optimizer: Any, scheduler: Any, autocast: Any) -> float:
+    def _distribute(self) -> nn.Module:
+        if self.run is None:
+            return self.objective
+        settings = asdict(self.config) | {"world_size": self.world_size, "resumed_at": self.state.global_step}
+        return distributed_model(self.run, self.objective, self.examples, settings)
+
+    def _step(
+        self, batch: np.ndarray, forward: nn.Module, optimizer: Any, scheduler: Any, autocast: Any
+    ) -> float:
+        share, run = batch, self.run
+        if run is not None:
+            share = rank_share(batch, run.rank, run.world_size)
+            torch.manual_seed(step_seed(self.config.seed, run.rank, self.state.global_step))
         with autocast:
-            loss: Tensor = self.objective(examples)
-        value = float(loss.detach())
+            loss: Tensor = forward([self.examples[i] for i in share])
+        value, scale = float(loss.detach()), 1.0
+        if run is not None:
+            replicated = bool(getattr(self.objective, "replicated_loss", False))
+            weight, scale = loss_weights(len(share), len(batch), run.world_size, replicated)
+            value, self._stop_requested = agree(value * weight, self._stop_requested, loss.device)
         if not math.isfinite(value):
-            raise TrainingDivergedError(self._divergence_message(value))
-        loss.backward()
+            raise TrainingDivergedError(
+                self._divergence_message(f"the loss is {value}", self.state.global_step + 1)
+            )
+        (loss * scale).backward()
         if self.config.max_grad_norm is not None:
             nn.utils.clip_grad_norm_(self.objective.parameters(), self.config.max_grad_norm)
         optimizer.step()
@@ -226,6 +252,10 @@ class Trainer:
 
     def _after_step(self, running: list[float], optimizer: Any, scheduler: Any) -> None:
         config, step = self.config, self.state.global_step
+        if step % config.log_steps == 0:  # on every rank, so that all stop together
+            self._check_weights()
+        if not self.is_main:
+            return
         if step % config.log_steps == 0 or step == self.total_steps:
             record = {"step": step, "epoch": self.state.epoch, "loss": float(np.mean(running))}
             self.log.write(record | {"lr": self.state.learning_rate})
@@ -237,17 +267,25 @@ class Trainer:
 
     def _evaluate(self) -> None:
         assert self.evaluator is not None and self.metric is not None
+        if not self.is_main:
+            return
         model: Any = self.objective.model
         # The weights change between evaluations, so a compiled OpenVINO engine would be rebuilt
         # each time (seconds) to save less than that: evaluate on PyTorch unless asked otherwise.
+        # Without a progress bar for training, none for the evaluations either.
         asked = getattr(model, "requested_backend", None)
+        bars = getattr(self.evaluator, "show_progress_bar", None)
         if asked == "auto":
             model.requested_backend = "torch"
+        if not self.config.show_progress_bar and hasattr(self.evaluator, "show_progress_bar"):
+            self.evaluator.show_progress_bar = False  # type: ignore[attr-defined]
         try:
             scores = self.evaluator(model)
         finally:
             if asked == "auto":
                 model.requested_backend = asked
+            if hasattr(self.evaluator, "show_progress_bar"):
+                self.evaluator.show_progress_bar = bars  # type: ignore[attr-defined]
         if self.metric not in scores:
             raise KeyError(f"the evaluator returned no {self.metric!r} (keys: {', '.join(scores)})")
         score = float(scores[self.metric])
@@ -270,6 +308,7 @@ class Trainer:
         ``model.save`` replaces a whole directory, so it writes to a staging folder first; each of its
         files and folders then replaces its counterpart in ``output_dir`` by a rename.
         """
+        self._check_weights()
         self.output_dir.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".model.", dir=self.output_dir))
         try:
@@ -284,6 +323,7 @@ class Trainer:
             shutil.rmtree(staging, ignore_errors=True)
 
     def _save_checkpoint(self, optimizer: Any, scheduler: Any) -> None:
+        self._check_weights()
         state = {
             "global_step": self.state.global_step,
             "epoch": self.state.epoch,
@@ -294,6 +334,7 @@ class Trainer:
             "log_size": self.log.size(),
             "examples": len(self.examples),
             "total_steps": self.total_steps,
+            "start_weight_norm": self._start_norm,
             "config": asdict(self.config),
         }
         save_checkpoint(self.checkpoint_dir, self.objective, optimizer, scheduler, state)
@@ -314,11 +355,16 @@ class Trainer:
             best_step=state["best_step"],
             dev_scores=state["dev_scores"],
         )
-        self.log.truncate(state["log_size"])
-        self.log.write({"event": "resume", "step": self.state.global_step})
-        logger.info("resuming at step %d of %d", self.state.global_step, self.total_steps)
+        self._start_norm = state.get("start_weight_norm", self._start_norm)
+        if self.is_main:
+            self.log.truncate(state["log_size"])
+            self.log.write({"event": "resume", "step": self.state.global_step})
+            logger.info("resuming at step %d of %d", self.state.global_step, self.total_steps)
 
     def _finish(self) -> None:
+        if not self.is_main:
+            dist.barrier()  # return once rank 0 has saved the model, which a next stage may load
+            return
         if self.evaluator is None:
             self._save_model()
         if self.metric is not None:
@@ -328,6 +374,8 @@ class Trainer:
         if not self.config.keep_checkpoint:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         self.log.write({"event": "end", "step": self.state.global_step, "best_score": self.state.best_score})
+        if self.run is not None:
+            dist.barrier()
 
     def _lengths(self) -> list[int] | None:
         lengths_of = getattr(self.objective, "lengths", None)
@@ -335,42 +383,48 @@ class Trainer:
             return None
         return list(lengths_of(self.examples))
 
-    def _autocast(self) -> AbstractContextManager[Any]:
-        if not self.config.bf16:
-            return nullcontext()
-        device = next(self.objective.parameters()).device
-        if not bf16_supported(device):
-            logger.warning("bf16 requested but %s has no native bf16 support: training in fp32", device)
-            return nullcontext()
-        return torch.autocast(device.type, dtype=torch.bfloat16)
+    def _check_weights(self) -> None:
+        """Stop before anything is written from weights that break the rule of :mod:`~sbert.training.health`.
 
-    def _divergence_message(self, value: float) -> str:
-        checkpoint = (
-            f"the last good checkpoint is kept in {self.checkpoint_dir}"
-            if (self.checkpoint_dir / "state.json").is_file()
-            else "no checkpoint had been written yet"
-        )
+        Every ``log_steps`` steps and before every save: a norm over all weights costs about a tenth of
+        a step, too much for every step.
+        """
+        problem = weights_problem(weight_norm(self.objective), self._start_norm)
+        if problem is not None:
+            raise TrainingDivergedError(self._divergence_message(problem, self.state.global_step))
+
+    def _divergence_message(self, problem: str, step: int) -> str:
         return (
-            f"training stopped: the loss is {value} at step {self.state.global_step + 1} "
-            f"(epoch {self.state.epoch + 1}); {checkpoint}. Try a lower learning rate, or --no-bf16."
+            f"training stopped: {problem} at step {step} "
+            f"(epoch {self.state.epoch + 1}); {checkpoint_note(self.checkpoint_dir)}. "
+            "Try a lower learning rate, or --no-bf16."
         )
 
-    def _install_interrupt_handler(self) -> Any:
+    def _peer_error(self, cause: str) -> DistributedError:
+        label = self.run.label if self.run else "rank 0 of 1"
+        return DistributedError(
+            f"{label}: stopped at step {self.state.global_step + 1}: {cause}; "
+            f"{checkpoint_note(self.checkpoint_dir)}"
+        )
+
+    def _install_interrupt_handler(self) -> dict[int, Any]:
+        """Ctrl-C: checkpoint after this step. Under torchrun, SIGTERM means another rank ended."""
+
         def request_stop(signum: int, frame: FrameType | None) -> None:
-            logger.warning("Ctrl-C: saving a checkpoint after this step (press again to abort at once)")
             self._stop_requested = True
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            if self.run is None:  # under torchrun a second SIGINT comes from the agent, not the user
+                logger.warning("Ctrl-C: saving a checkpoint after this step (press again to abort at once)")
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        def peer_lost(signum: int, frame: FrameType | None) -> None:
+            raise self._peer_error("another process of the run ended and torchrun stopped this one")
 
         self._stop_requested = False
+        handlers = {signal.SIGINT: request_stop} | ({signal.SIGTERM: peer_lost} if self.run else {})
         try:
-            return signal.signal(signal.SIGINT, request_stop)
-        except ValueError:  # not the main thread: leave Ctrl-C alone
-            return None
-
-    @staticmethod
-    def _restore_interrupt_handler(previous: Any) -> None:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+            return {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+        except ValueError:  # not the main thread: leave the signals alone
+            return {}
 
     def _result(self, started: float, interrupted: bool) -> TrainingResult:
         return TrainingResult(
@@ -382,12 +436,3 @@ class Trainer:
             interrupted=interrupted,
             seconds=time.perf_counter() - started,
         )
-
-
-def bf16_supported(device: torch.device) -> bool:
-    """Whether ``device`` computes bf16 natively (CPU: AVX512-BF16 or AMX; CUDA: Ampere or newer)."""
-    if device.type == "cuda":
-        return bool(torch.cuda.is_bf16_supported())
-    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
-    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    return bool((check and check()) or (amx and amx()))
