@@ -1,0 +1,241 @@
+"""The HTTP endpoints: a thin shell over :class:`~sbert.serving.Batcher`, the index and the cross-encoder.
+
+Every handler reads its body under a byte limit, parses it strictly (``schemas.parse_body``), hands the
+model work to the batcher's worker thread and awaits it, so the event loop only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException
+
+from sbert import __version__
+from sbert.server.gate import Gate
+from sbert.server.metrics import Metrics
+from sbert.server.schemas import (
+    APIError,
+    EmbeddingRequest,
+    RerankRequest,
+    SearchRequest,
+    SimilarityRequest,
+    parse_body,
+)
+from sbert.serving import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
+from sbert.serving.scoring import cosine_scores, cross_encoder_scores, ranked
+
+
+@dataclass
+class Limits:
+    """Request bounds: bytes of a body, items of a list field."""
+
+    max_body_bytes: int = 2_000_000
+    max_items: int = 2048
+
+
+@dataclass
+class Service:
+    """What the endpoints serve: the model (through its batcher), optional index and cross-encoder."""
+
+    model: Any  # SentenceEncoder, used only on the batcher's thread
+    batcher: Batcher
+    model_id: str
+    limits: Limits = field(default_factory=Limits)
+    index: Any = None  # VectorIndex
+    index_path: str | None = None
+    cross_encoder: Any = None  # CrossEncoder
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def check_model(self, name: str | None) -> None:
+        """Refuse a request for another model rather than answer it with this one."""
+        if name is not None and name not in (self.model_id, self.model.name):
+            raise APIError(404, f"model: {name!r} is not served here; this server runs {self.model_id!r}", "model")
+
+
+def create_app(service: Service, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
+    """The ASGI app: FastAPI routes behind a :class:`~sbert.server.gate.Gate`.
+
+    Example:
+        >>> app = create_app(service, api_key="secret")  # doctest: +SKIP
+        >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
+    """
+    app = FastAPI(title="sbert", version=__version__, description="Sentence-BERT embeddings, search and rerank")
+    metrics = Metrics(queue_depth=lambda: service.batcher.queued_items, in_flight=lambda: gate.in_flight)
+    service.batcher.on_batch = metrics.batch
+    limits = service.limits
+
+    @app.exception_handler(APIError)
+    async def api_error(_: Request, error: APIError) -> Response:
+        return Response(error.body(), error.status, error.headers, media_type="application/json")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, error: HTTPException) -> Response:  # unknown path, wrong method
+        return await api_error(_, APIError(error.status_code, str(error.detail)))
+
+    async def embed(texts: list[str], truncate: bool, name: Callable[[int], str]) -> Embedded:
+        return await _await_worker(service.batcher, lambda: service.batcher.embed(texts, truncate), name)
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request) -> Response:
+        body = parse_body(await read_body(request, limits), EmbeddingRequest, limits.max_items)
+        service.check_model(body.model)
+        if body.dimensions is not None and body.dimensions > service.model.dim:
+            raise APIError(
+                422, f"dimensions: {body.dimensions} is more than the model's {service.model.dim}", "dimensions"
+            )
+        result = await embed(body.input, body.truncate, lambda i: f"input[{i}]")
+        vectors = result.vectors
+        if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
+            vectors = vectors[:, : body.dimensions]
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        if body.encoding_format == "base64":
+            values: list[Any] = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
+        else:
+            values = vectors.tolist()
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
+        return _json(
+            {"object": "list", "data": data, "model": service.model_id, **_usage(result), **_truncated(result)}
+        )
+
+    @app.post("/similarity")
+    async def similarity(request: Request) -> Response:
+        body = parse_body(await read_body(request, limits), SimilarityRequest, limits.max_items)
+        service.check_model(body.model)
+        texts = [body.source_sentence, *body.sentences]
+        result = await embed(texts, body.truncate, lambda i: f"sentences[{i - 1}]" if i else "source_sentence")
+        scores = cosine_scores(result.vectors[0], result.vectors[1:])
+        return _json({"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result)})
+
+    @app.post("/search")
+    async def search(request: Request) -> Response:
+        body = parse_body(await read_body(request, limits), SearchRequest, limits.max_items)
+        service.check_model(body.model)
+        index = service.index
+        if index is None:
+            raise APIError(404, "no index is loaded: start the server with --index DIR")
+        result = await embed([body.query], body.truncate, lambda _: "query")
+        hits = await _await_worker(
+            service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
+        )
+        results = [{"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits]
+        return _json({"results": results, "model": service.model_id, **_usage(result), **_truncated(result)})
+
+    @app.post("/rerank")
+    async def rerank(request: Request) -> Response:
+        body = parse_body(await read_body(request, limits), RerankRequest, limits.max_items)
+        cross_encoder = service.cross_encoder
+        if cross_encoder is not None:
+            if body.model is not None and body.model not in (cross_encoder.name, service.model_id):
+                raise APIError(404, f"model: {body.model!r} is not served here", "model")
+            scores = await _await_worker(
+                service.batcher,
+                lambda: service.batcher.call(
+                    lambda: cross_encoder_scores(cross_encoder, body.query, body.documents, body.truncate),
+                    items=len(body.documents),
+                ),
+                lambda i: f"documents[{i}]",
+            )
+            scorer, name, extra = "cross-encoder", cross_encoder.name, {}
+        else:
+            service.check_model(body.model)
+            texts = [body.query, *body.documents]
+            result = await embed(texts, body.truncate, lambda i: f"documents[{i - 1}]" if i else "query")
+            scores = cosine_scores(result.vectors[0], result.vectors[1:])
+            scorer, name, extra = "bi-encoder", service.model_id, {**_usage(result), **_truncated(result)}
+        results = [
+            {"index": i, "relevance_score": score, **({"document": {"text": body.documents[i]}} if body.return_documents else {})}
+            for i, score in ranked(scores, body.top_n)
+        ]
+        return _json({"results": results, "model": name, "scorer": scorer, **extra})
+
+    @app.get("/health")
+    async def health() -> Response:
+        model = service.model
+        return _json(
+            {
+                "status": "ok",
+                "model": service.model_id,
+                "dimension": model.dim,
+                "max_input_tokens": model.max_seq_length,
+                "precision": model.precision,
+                "backend": model.backend,
+                "index": service.index_path,
+                "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
+                "queued_items": service.batcher.queued_items,
+            }
+        )
+
+    @app.get("/v1/models")
+    async def models() -> Response:
+        names = [service.model_id] + ([service.cross_encoder.name] if service.cross_encoder else [])
+        data = [{"id": n, "object": "model", "created": service.created, "owned_by": "sbert"} for n in names]
+        return _json({"object": "list", "data": data})
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    gate = Gate(app, metrics, api_key, max_concurrent, retry_after=service.batcher.retry_after)
+    return gate
+
+
+async def read_body(request: Request, limits: Limits) -> bytes:
+    """The body, refused with 413 as soon as it passes ``max_body_bytes`` (declared or streamed)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise APIError(413, f"body: {declared} bytes, more than the limit of {limits.max_body_bytes}", "body")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body_bytes:
+            raise APIError(413, f"body: more than the limit of {limits.max_body_bytes} bytes", "body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _await_worker(
+    batcher: Batcher,
+    submit: Callable[[], Any],
+    name: Callable[[int], str] = str,
+) -> Any:
+    """Queue work on the batcher and await it; queue and model errors become HTTP errors."""
+    try:
+        future = submit()
+    except Overloaded as error:
+        raise APIError(429, str(error), headers={"retry-after": str(error.retry_after)}) from None
+    except ServerClosed as error:
+        raise APIError(503, str(error), headers={"connection": "close"}) from None
+    try:
+        return await asyncio.wrap_future(future)
+    except InputTooLong as error:
+        param = name(error.index)
+        raise APIError(
+            413,
+            f"{param}: {error.tokens} tokens, more than the model's limit of {error.limit} "
+            "(send truncate: true to cut it)",
+            param,
+            "input_too_long",
+        ) from None
+
+
+def _usage(result: Embedded) -> dict[str, Any]:
+    return {"usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens}}
+
+
+def _truncated(result: Embedded) -> dict[str, Any]:
+    """Inputs cut to the model's limit: ``[{"index", "tokens"}]`` (empty when none was)."""
+    return {"truncated": [{"index": i, "tokens": n} for i, n in result.truncated]}
+
+
+def _json(payload: dict[str, Any]) -> Response:
+    return Response(json.dumps(payload, separators=(",", ":")), media_type="application/json")
+
