@@ -109,7 +109,9 @@ BAD_BODIES = [
 
 
 @pytest.mark.parametrize(("content", "status", "param", "words"), BAD_BODIES, ids=lambda v: str(v)[:30])
-def test_bad_input_is_a_4xx_naming_the_field(server, content: bytes, status: int, param: str, words: str) -> None:
+def test_bad_input_is_a_4xx_naming_the_field(
+    server, content: bytes, status: int, param: str, words: str
+) -> None:
     response = raw_post(server, "/v1/embeddings", content)
     assert response.status_code == status, response.text
     error = response.json()["error"]

@@ -11,7 +11,6 @@ from pathlib import Path
 import httpx
 import pytest
 from openai import AuthenticationError, OpenAI
-
 from server_process import ServerProcess, tiny_server_args
 
 KEY = "s3cret-key"
@@ -23,7 +22,13 @@ SLOW_TEXT = " ".join(["a man plays the guitar in the park"] * 7)
 @pytest.fixture(scope="module")
 def limited(tiny_model_dir: Path) -> Iterator[ServerProcess]:
     args = tiny_server_args(
-        tiny_model_dir, "--max-concurrent-requests", "4", "--max-queued-items", "64", "--max-batch-tokens", "64"
+        tiny_model_dir,
+        "--max-concurrent-requests",
+        "4",
+        "--max-queued-items",
+        "64",
+        "--max-batch-tokens",
+        "64",
     )
     args += ["--served-model-name", "tiny"]
     process = ServerProcess(args, env={"SBERT_API_KEY": KEY}).wait_ready()  # the key from the environment
@@ -40,16 +45,23 @@ def test_api_key_required_except_health(limited: ServerProcess) -> None:
     assert httpx.post(url, json={"input": "a"}, headers=AUTH).status_code == 200
     assert httpx.get(f"{limited.url}/health").status_code == 200
     assert httpx.get(f"{limited.url}/metrics").status_code == 401
-    assert len(OpenAI(base_url=f"{limited.url}/v1", api_key=KEY).embeddings.create(input="a", model="tiny").data) == 1
+    assert (
+        len(OpenAI(base_url=f"{limited.url}/v1", api_key=KEY).embeddings.create(input="a", model="tiny").data)
+        == 1
+    )
     with pytest.raises(AuthenticationError):
-        OpenAI(base_url=f"{limited.url}/v1", api_key="nope", max_retries=0).embeddings.create(input="a", model="m")
+        OpenAI(base_url=f"{limited.url}/v1", api_key="nope", max_retries=0).embeddings.create(
+            input="a", model="m"
+        )
 
 
 async def _flood(url: str, requests: int) -> list[httpx.Response]:
     limits = httpx.Limits(max_connections=requests)
     async with httpx.AsyncClient(headers=AUTH, timeout=60, limits=limits) as client:
         body = {"input": [SLOW_TEXT] * 8}
-        return await asyncio.gather(*(client.post(f"{url}/v1/embeddings", json=body) for _ in range(requests)))
+        return await asyncio.gather(
+            *(client.post(f"{url}/v1/embeddings", json=body) for _ in range(requests))
+        )
 
 
 def test_flood_gets_429_with_retry_after_then_recovers(limited: ServerProcess) -> None:
@@ -95,4 +107,6 @@ def test_sigterm_drains_then_exits_zero(limited: ServerProcess) -> None:
 
 def in_flight(server: ServerProcess) -> float:
     metrics = httpx.get(f"{server.url}/metrics", headers=AUTH).text
-    return float(next(line for line in metrics.splitlines() if line.startswith("sbert_requests_in_flight ")).split()[1])
+    return float(
+        next(line for line in metrics.splitlines() if line.startswith("sbert_requests_in_flight ")).split()[1]
+    )

@@ -24,7 +24,8 @@ from sbert.cli import (
 )
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
-SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster, reproduce, serve]
+SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster, reproduce]
+SUBCOMMANDS.append(serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -58,7 +58,9 @@ class Service:
     def check_model(self, name: str | None) -> None:
         """Refuse a request for another model rather than answer it with this one."""
         if name is not None and name not in (self.model_id, self.model.name):
-            raise APIError(404, f"model: {name!r} is not served here; this server runs {self.model_id!r}", "model")
+            raise APIError(
+                404, f"model: {name!r} is not served here; this server runs {self.model_id!r}", "model"
+            )
 
 
 def create_app(service: Service, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
@@ -68,7 +70,9 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         >>> app = create_app(service, api_key="secret")  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
-    app = FastAPI(title="sbert", version=__version__, description="Sentence-BERT embeddings, search and rerank")
+    app = FastAPI(
+        title="sbert", version=__version__, description="Sentence-BERT embeddings, search and rerank"
+    )
     metrics = Metrics(queue_depth=lambda: service.batcher.queued_items, in_flight=lambda: gate.in_flight)
     service.batcher.on_batch = metrics.batch
     limits = service.limits
@@ -90,7 +94,9 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         service.check_model(body.model)
         if body.dimensions is not None and body.dimensions > service.model.dim:
             raise APIError(
-                422, f"dimensions: {body.dimensions} is more than the model's {service.model.dim}", "dimensions"
+                422,
+                f"dimensions: {body.dimensions} is more than the model's {service.model.dim}",
+                "dimensions",
             )
         result = await embed(body.input, body.truncate, lambda i: f"input[{i}]")
         vectors = result.vectors
@@ -103,7 +109,13 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             values = vectors.tolist()
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
         return _json(
-            {"object": "list", "data": data, "model": service.model_id, **_usage(result), **_truncated(result)}
+            {
+                "object": "list",
+                "data": data,
+                "model": service.model_id,
+                **_usage(result),
+                **_truncated(result),
+            }
         )
 
     @app.post("/similarity")
@@ -111,7 +123,9 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         body = parse_body(await read_body(request, limits), SimilarityRequest, limits.max_items)
         service.check_model(body.model)
         texts = [body.source_sentence, *body.sentences]
-        result = await embed(texts, body.truncate, lambda i: f"sentences[{i - 1}]" if i else "source_sentence")
+        result = await embed(
+            texts, body.truncate, lambda i: f"sentences[{i - 1}]" if i else "source_sentence"
+        )
         scores = cosine_scores(result.vectors[0], result.vectors[1:])
         return _json({"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result)})
 
@@ -126,7 +140,9 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         hits = await _await_worker(
             service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
         )
-        results = [{"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits]
+        results = [
+            {"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits
+        ]
         return _json({"results": results, "model": service.model_id, **_usage(result), **_truncated(result)})
 
     @app.post("/rerank")
@@ -152,7 +168,11 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             scores = cosine_scores(result.vectors[0], result.vectors[1:])
             scorer, name, extra = "bi-encoder", service.model_id, {**_usage(result), **_truncated(result)}
         results = [
-            {"index": i, "relevance_score": score, **({"document": {"text": body.documents[i]}} if body.return_documents else {})}
+            {
+                "index": i,
+                "relevance_score": score,
+                **({"document": {"text": body.documents[i]}} if body.return_documents else {}),
+            }
             for i, score in ranked(scores, body.top_n)
         ]
         return _json({"results": results, "model": name, "scorer": scorer, **extra})
@@ -238,4 +258,3 @@ def _truncated(result: Embedded) -> dict[str, Any]:
 
 def _json(payload: dict[str, Any]) -> Response:
     return Response(json.dumps(payload, separators=(",", ":")), media_type="application/json")
-

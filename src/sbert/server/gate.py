@@ -44,7 +44,12 @@ class Gate:
         max_concurrent: int,
         retry_after: Callable[[], int] = lambda: 1,
     ) -> None:
-        self.app, self.metrics, self.max_concurrent, self.retry_after = app, metrics, max_concurrent, retry_after
+        self.app, self.metrics, self.max_concurrent, self.retry_after = (
+            app,
+            metrics,
+            max_concurrent,
+            retry_after,
+        )
         self._expected = f"Bearer {api_key}".encode() if api_key else None
         self.draining = False
         self.in_flight = 0

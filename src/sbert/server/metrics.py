@@ -26,7 +26,10 @@ class Metrics:
     def __init__(self, queue_depth: Callable[[], float], in_flight: Callable[[], float] = lambda: 0) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "sbert_requests", "HTTP requests by endpoint and status code", ["endpoint", "status"], registry=self.registry
+            "sbert_requests",
+            "HTTP requests by endpoint and status code",
+            ["endpoint", "status"],
+            registry=self.registry,
         )
         self.latency = Histogram(
             "sbert_request_duration_seconds",
@@ -36,10 +39,16 @@ class Metrics:
             registry=self.registry,
         )
         self.batch_requests = Histogram(
-            "sbert_batch_requests", "Requests merged into one batch", buckets=SIZE_BUCKETS, registry=self.registry
+            "sbert_batch_requests",
+            "Requests merged into one batch",
+            buckets=SIZE_BUCKETS,
+            registry=self.registry,
         )
         self.batch_sentences = Histogram(
-            "sbert_batch_sentences", "Sentences in one merged batch", buckets=SIZE_BUCKETS, registry=self.registry
+            "sbert_batch_sentences",
+            "Sentences in one merged batch",
+            buckets=SIZE_BUCKETS,
+            registry=self.registry,
         )
         self.batch_tokens = Histogram(
             "sbert_batch_padded_tokens",
@@ -48,10 +57,17 @@ class Metrics:
             registry=self.registry,
         )
         self.batch_seconds = Histogram(
-            "sbert_batch_duration_seconds", "Encoding time of one merged batch", buckets=LATENCY_BUCKETS, registry=self.registry
+            "sbert_batch_duration_seconds",
+            "Encoding time of one merged batch",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
         )
-        Gauge("sbert_queue_items", "Sentences waiting for the model", registry=self.registry).set_function(queue_depth)
-        Gauge("sbert_requests_in_flight", "Requests being served", registry=self.registry).set_function(in_flight)
+        Gauge("sbert_queue_items", "Sentences waiting for the model", registry=self.registry).set_function(
+            queue_depth
+        )
+        Gauge("sbert_requests_in_flight", "Requests being served", registry=self.registry).set_function(
+            in_flight
+        )
 
     def request(self, endpoint: str, status: int, seconds: float) -> None:
         self.requests.labels(endpoint, str(status)).inc()

@@ -92,9 +92,7 @@ def build_service(model: Any, options: ServeOptions) -> Service:
         max_queued_items=options.max_queued_items,
     )
     model_id = options.model_id or Path(str(model.name)).name
-    return Service(
-        model, batcher, model_id, options.limits or Limits(), index, options.index, cross_encoder
-    )
+    return Service(model, batcher, model_id, options.limits or Limits(), index, options.index, cross_encoder)
 
 
 def load_cross_encoder(path: str) -> Any:

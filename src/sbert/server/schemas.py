@@ -148,7 +148,9 @@ def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIErro
     elif param in LIST_FIELDS and kind == "list_type":
         message = f"{param}: expected a string or a list of strings, got {_json_type(first['input'])}"
     else:
-        message = f"{param}: {first['msg'].replace('Input should', 'should')}, got {_json_type(first['input'])}"
+        message = (
+            f"{param}: {first['msg'].replace('Input should', 'should')}, got {_json_type(first['input'])}"
+        )
     return APIError(422, message, param or "body", kind)
 
 

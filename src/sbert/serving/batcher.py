@@ -221,13 +221,14 @@ class Batcher:
                 return first
             jobs, items = [first], first.items
             target = self.parallel_batches * self.max_batch_size
-            while self._queue and isinstance(self._queue[0], _EmbedJob):
-                if items + self._queue[0].items > target:
+            while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
+                if items + nxt.items > target:
                     break
                 job = self._queue.popleft()
-                self._queued_items -= job.items
-                jobs.append(job)
-                items += job.items
+                assert job is nxt
+                self._queued_items -= nxt.items
+                jobs.append(nxt)
+                items += nxt.items
             return jobs
 
     def _work(self) -> None:
