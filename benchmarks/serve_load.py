@@ -1,13 +1,14 @@
 """Load test of ``sbert serve``: throughput against direct ``encode()``, latency, and a 2× overload.
 
 A server process is started on 127.0.0.1 with the model and precision given; this process loads the
-same model for the direct side. Closed loop: C clients (asyncio + httpx, keep-alive, base64 vectors
+same model for the direct side. Closed loop: C clients (asyncio streams, keep-alive, base64 vectors
 as the openai client asks) each send their next request as soon as the last one is answered, with 1
 or 32 STSb test sentences per request, until the phase's sentences are sent; each phase alternates
 with a direct ``model.encode(same sentences, batch_size=32)`` for ``--repeats`` rounds, so the ratio
 compares both sides under the same machine noise (median of the per-round ratios). Open loop: requests
 of one sentence sent at twice the best closed-loop rate for ``--flood-seconds``, whatever the answers,
-then a closed-loop probe at concurrency 16 measures, second by second, when throughput is back.
+and from the moment the sending stops a closed-loop probe at concurrency 16 counts, second by second,
+the sentences answered, to see when throughput is back.
 Everything is bounded: each phase stops after its sentences or its seconds, every request has a
 client timeout, and the server is stopped at the end.
 
@@ -41,6 +42,7 @@ from sbert.data import read_stsb
 
 HOST = "127.0.0.1"  # the load never leaves this machine
 CLIENT_TIMEOUT = 30.0
+PROBE_SECONDS = 8
 
 
 @dataclass
@@ -57,85 +59,131 @@ class Phase:
         return self.sentences / self.seconds if self.seconds else 0.0
 
 
-async def _send(client: httpx.AsyncClient, texts: list[str], phase: Phase) -> None:
+class Pool:
+    """Keep-alive HTTP/1.1 connections to the server, opened as needed (at most ``size``).
+
+    A minimal client on asyncio streams rather than httpx: on a 2-core machine the load generator
+    shares the cores with the server, and httpx spends several times more CPU per request.
+    """
+
+    def __init__(self, port: int, size: int) -> None:
+        self.port, self.free = port, asyncio.Queue()  # type: ignore[var-annotated]
+        for _ in range(size):
+            self.free.put_nowait(None)  # a slot; the connection is opened on first use
+
+    async def post(self, path: str, payload: dict) -> tuple[int, bytes]:
+        connection = await self.free.get()
+        try:
+            if connection is None:
+                connection = await asyncio.open_connection(HOST, self.port)
+            reader, writer = connection
+            body = json.dumps(payload).encode()
+            head = f"POST {path} HTTP/1.1\r\nhost: {HOST}\r\ncontent-type: application/json\r\n"
+            writer.write(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
+            header = (await reader.readuntil(b"\r\n\r\n")).lower()
+            length = int(header.split(b"content-length:")[1].split(b"\r\n")[0])
+            content = await reader.readexactly(length)
+            if b"connection: close" in header:
+                writer.close()
+                connection = None
+            return int(header[9:12]), content
+        except BaseException:
+            if connection is not None:
+                connection[1].close()
+            connection = None
+            raise
+        finally:
+            self.free.put_nowait(connection)
+
+    async def close(self) -> None:
+        while not self.free.empty():
+            connection = self.free.get_nowait()
+            if connection is not None:
+                connection[1].close()
+
+
+async def _send(pool: Pool, texts: list[str], phase: Phase) -> None:
     start = time.perf_counter()
     try:
-        response = await client.post("/v1/embeddings", json={"input": texts, "encoding_format": "base64"})
-    except httpx.TimeoutException:
+        status, content = await asyncio.wait_for(
+            pool.post("/v1/embeddings", {"input": texts, "encoding_format": "base64"}), CLIENT_TIMEOUT
+        )
+    except asyncio.TimeoutError:
         phase.statuses["timeout"] += 1
         return
-    except httpx.TransportError as error:
+    except (OSError, asyncio.IncompleteReadError) as error:
         phase.statuses[type(error).__name__] += 1
         return
-    phase.statuses[str(response.status_code)] += 1
-    if response.status_code == 200:
-        assert len(response.json()["data"]) == len(texts)
+    phase.statuses[str(status)] += 1
+    if status == 200:
+        assert len(json.loads(content)["data"]) == len(texts)
         phase.latencies.append(time.perf_counter() - start)
         phase.sentences += len(texts)
 
 
-def _client(url: str, connections: int) -> httpx.AsyncClient:
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    return httpx.AsyncClient(base_url=url, timeout=CLIENT_TIMEOUT, limits=limits)
-
-
-async def closed_loop(url: str, requests: list[list[str]], concurrency: int, phase: Phase) -> None:
+async def closed_loop(port: int, requests: list[list[str]], concurrency: int, phase: Phase) -> None:
     """``concurrency`` clients share the request list; each sends its next one when answered."""
     queue = iter(requests)
-    async with _client(url, concurrency) as client:
+    pool = Pool(port, concurrency)
 
-        async def worker() -> None:
-            for texts in queue:
-                await _send(client, texts, phase)
+    async def worker() -> None:
+        for texts in queue:
+            await _send(pool, texts, phase)
 
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        phase.seconds += time.perf_counter() - start
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    phase.seconds += time.perf_counter() - start
+    await pool.close()
 
 
 async def open_loop(
-    url: str, sentences: list[str], rate: float, seconds: float, phase: Phase, pid: int, rss: list[float]
-) -> float:
-    """One-sentence requests at ``rate`` per second for ``seconds``, answered or not; the rate sent.
+    port: int, sentences: list[str], rate: float, seconds: float, phase: Phase, pid: int, rss: list[float]
+) -> tuple[float, list[int]]:
+    """One-sentence requests at ``rate`` per second for ``seconds``, answered or not.
 
-    The server's resident memory is appended to ``rss`` every half second meanwhile.
+    Returns the rate sent and, from the moment sending stops, the :func:`probe` counts (the flood's
+    last answers still arriving meanwhile). The server's resident memory is appended to ``rss``
+    every half second.
     """
-    async with _client(url, 2048) as client:
-        tasks = []
-        start = time.perf_counter()
-        sent, sampled = 0, 0.0
-        while (now := time.perf_counter() - start) < seconds:
-            if now - sampled >= 0.5:
-                rss.append(rss_mib(pid))
-                sampled = now
-            due = int(now * rate) + 1
-            while sent < due:
-                tasks.append(asyncio.create_task(_send(client, [sentences[sent % len(sentences)]], phase)))
-                sent += 1
-            await asyncio.sleep(0.002)
-        send_seconds = time.perf_counter() - start
-        await asyncio.gather(*tasks)
-        rss.append(rss_mib(pid))
-        phase.seconds = time.perf_counter() - start
-    return sent / send_seconds
+    pool = Pool(port, 2048)
+    tasks = []
+    start = time.perf_counter()
+    sent, sampled = 0, 0.0
+    while (now := time.perf_counter() - start) < seconds:
+        if now - sampled >= 0.5:
+            rss.append(rss_mib(pid))
+            sampled = now
+        due = int(now * rate) + 1
+        while sent < due:
+            tasks.append(asyncio.create_task(_send(pool, [sentences[sent % len(sentences)]], phase)))
+            sent += 1
+        await asyncio.sleep(0.002)
+    send_seconds = time.perf_counter() - start
+    per_second = await probe(port, sentences, PROBE_SECONDS)
+    await asyncio.gather(*tasks)
+    rss.append(rss_mib(pid))
+    phase.seconds = time.perf_counter() - start
+    await pool.close()
+    return sent / send_seconds, per_second
 
 
-async def probe(url: str, sentences: list[str], seconds: float) -> list[float]:
-    """Sentences/s answered in each second of a closed loop at concurrency 16, one sentence each."""
+async def probe(port: int, sentences: list[str], seconds: float) -> list[int]:
+    """Sentences answered in each second of a closed loop at concurrency 16, one sentence each."""
     done: list[float] = []
-    async with _client(url, 16) as client:
-        start = time.perf_counter()
+    pool = Pool(port, 16)
+    start = time.perf_counter()
 
-        async def worker(offset: int) -> None:
-            i = offset
-            while time.perf_counter() - start < seconds:
-                phase = Phase()
-                await _send(client, [sentences[i % len(sentences)]], phase)
-                if phase.sentences:
-                    done.append(time.perf_counter() - start)
-                i += 16
+    async def worker(offset: int) -> None:
+        i = offset
+        while time.perf_counter() - start < seconds:
+            phase = Phase()
+            await _send(pool, [sentences[i % len(sentences)]], phase)
+            if phase.sentences:
+                done.append(time.perf_counter() - start)
+            i += 16
 
-        await asyncio.gather(*(worker(k) for k in range(16)))
+    await asyncio.gather(*(worker(k) for k in range(16)))
+    await pool.close()
     return [sum(1 for t in done if second <= t < second + 1) for second in range(int(seconds))]
 
 
@@ -193,7 +241,6 @@ def main() -> None:
         sock.bind((HOST, 0))
         port = sock.getsockname()[1]
     server = start_server(args, port)
-    url = f"http://{HOST}:{port}"
     rss: list[float] = [rss_mib(server.pid)]
     print(
         f"{model.name}: {model.precision} ({model.backend}); server pid {server.pid}, {rss[0]:.0f} MiB",
@@ -201,7 +248,7 @@ def main() -> None:
     )
     try:
         asyncio.run(
-            closed_loop(url, [sentences[i : i + 32] for i in range(0, len(sentences), 32)], 4, Phase())
+            closed_loop(port, [sentences[i : i + 32] for i in range(0, len(sentences), 32)], 4, Phase())
         )
         rows, results = [], {}
         for size in (1, 32):
@@ -220,7 +267,7 @@ def main() -> None:
                         if side == "direct":
                             model.encode(texts, batch_size=32, show_progress_bar=False)
                         else:
-                            asyncio.run(closed_loop(url, requests, concurrency, phase))
+                            asyncio.run(closed_loop(port, requests, concurrency, phase))
                         timing[side] = time.perf_counter() - start
                     ratios.append(timing["direct"] / timing["server"])
                     rss.append(rss_mib(server.pid))
@@ -241,12 +288,11 @@ def main() -> None:
         flood = Phase()
         rss_before = rss_mib(server.pid)
         flood_rss: list[float] = []
-        sent_rate = asyncio.run(
-            open_loop(url, sentences, 2 * capacity, args.flood_seconds, flood, server.pid, flood_rss)
+        sent_rate, per_second = asyncio.run(
+            open_loop(port, sentences, 2 * capacity, args.flood_seconds, flood, server.pid, flood_rss)
         )
         rss += flood_rss
         rss_flood = max(flood_rss)
-        per_second = asyncio.run(probe(url, sentences, 8.0))
         normal = (
             results["size=1 concurrency=16"]["sentences_per_s"]
             if "size=1 concurrency=16" in results
