@@ -87,6 +87,9 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         assert isinstance(error, HTTPException)
         return await api_error(_, APIError(error.status_code, str(error.detail)))
 
+    async def server_error(_: Request, error: Exception) -> Response:  # a bug: still JSON, logged
+        return await api_error(_, APIError(500, f"internal error: {type(error).__name__}: {error}"))
+
     async def embed(texts: list[str], truncate: bool, name: Callable[[int], str]) -> Embedded:
         return await _await_worker(service.batcher, lambda: service.batcher.embed(texts, truncate), name)
 
@@ -209,7 +212,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             Route("/v1/models", models, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
         ],
-        exception_handlers={APIError: api_error, HTTPException: http_error},
+        exception_handlers={APIError: api_error, HTTPException: http_error, Exception: server_error},
     )
     gate = Gate(app, metrics, api_key, max_concurrent, retry_after=service.batcher.retry_after)
     return gate

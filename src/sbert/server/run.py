@@ -79,7 +79,12 @@ def build_service(model: Any, options: ServeOptions) -> Service:
 
         index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
-    model.encode(WARM_UP, show_progress_bar=False)  # compile (and calibrate) before the first request
+    vectors = model.encode(WARM_UP, show_progress_bar=False)  # compile (and calibrate) now
+    if index is not None:
+        try:
+            index.search(vectors[:1], top_k=1)
+        except ValueError as error:  # an empty index
+            raise ModelLoadError(f"{options.index}: {error}") from error
     if cross_encoder is not None:
         cross_encoder.predict([(WARM_UP[0], WARM_UP[1])])
     # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.

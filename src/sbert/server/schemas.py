@@ -42,7 +42,9 @@ class APIError(Exception):
     def body(self) -> bytes:
         error = {
             "message": self.message,
-            "type": ERROR_TYPES.get(self.status, "server_error"),
+            "type": ERROR_TYPES.get(
+                self.status, "invalid_request_error" if self.status < 500 else "server_error"
+            ),
             "param": self.param,
             "code": self.code,
         }
