@@ -50,7 +50,7 @@ def test_dimensions_truncate_and_renormalise(server, tiny_encoder: SentenceEncod
 
 def test_long_input_truncated_and_reported_or_refused(server, tiny_encoder: SentenceEncoder) -> None:
     body = post(server, "/v1/embeddings", {"input": ["rain", LONG]}).json()
-    assert body["truncated"] == [{"index": 1, "tokens": 102}]
+    assert body["truncated"] == [{"param": "input[1]", "tokens": 102}]
     assert body["usage"]["prompt_tokens"] == 3 + 64
     np.testing.assert_allclose(body["data"][1]["embedding"], tiny_encoder.encode(LONG), atol=1e-6)
     refused = post(server, "/v1/embeddings", {"input": ["rain", LONG], "truncate": False})
@@ -68,6 +68,10 @@ def test_similarity_search_rerank(server, tiny_encoder: SentenceEncoder) -> None
     assert reranked["scorer"] == "bi-encoder"
     assert [r["index"] for r in reranked["results"]] == list(np.argsort(-cosines)[:2])
     assert reranked["results"][0]["document"]["text"] == SENTENCES[1:][int(np.argmax(cosines))]
+    cut = post(server, "/similarity", {"source_sentence": "rain", "sentences": ["sun", LONG]}).json()
+    assert cut["truncated"] == [{"param": "sentences[1]", "tokens": 102}]
+    refused = post(server, "/rerank", {"query": LONG, "documents": ["sun"], "truncate": False})
+    assert refused.status_code == 413 and refused.json()["error"]["param"] == "query"
     no_index = post(server, "/search", {"query": "rain"})
     assert no_index.status_code == 404 and "--index" in no_index.json()["error"]["message"]
 

@@ -102,7 +102,8 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 f"dimensions: {body.dimensions} is more than the model's {service.model.dim}",
                 "dimensions",
             )
-        result = await embed(body.input, body.truncate, lambda i: f"input[{i}]")
+        name = "input[{}]".format
+        result = await embed(body.input, body.truncate, name)
         vectors = result.vectors
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
             vectors = vectors[:, : body.dimensions]
@@ -118,7 +119,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "data": data,
                 "model": service.model_id,
                 **_usage(result),
-                **_truncated(result),
+                **_truncated(result, name),
             }
         )
 
@@ -126,11 +127,12 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         body = parse_body(await read_body(request, limits), SimilarityRequest, limits.max_items)
         service.check_model(body.model)
         texts = [body.source_sentence, *body.sentences]
-        result = await embed(
-            texts, body.truncate, lambda i: f"sentences[{i - 1}]" if i else "source_sentence"
-        )
+        name = _names("source_sentence", "sentences")
+        result = await embed(texts, body.truncate, name)
         scores = cosine_scores(result.vectors[0], result.vectors[1:])
-        return _json({"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result)})
+        return _json(
+            {"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result, name)}
+        )
 
     async def search(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), SearchRequest, limits.max_items)
@@ -138,14 +140,17 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         index = service.index
         if index is None:
             raise APIError(404, "no index is loaded: start the server with --index DIR")
-        result = await embed([body.query], body.truncate, lambda _: "query")
+        name = _names("query", "")
+        result = await embed([body.query], body.truncate, name)
         hits = await _await_worker(
             service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
         )
         results = [
             {"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits
         ]
-        return _json({"results": results, "model": service.model_id, **_usage(result), **_truncated(result)})
+        return _json(
+            {"results": results, "model": service.model_id, **_usage(result), **_truncated(result, name)}
+        )
 
     async def rerank(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), RerankRequest, limits.max_items)
@@ -165,9 +170,14 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         else:
             service.check_model(body.model)
             texts = [body.query, *body.documents]
-            result = await embed(texts, body.truncate, lambda i: f"documents[{i - 1}]" if i else "query")
+            names = _names("query", "documents")
+            result = await embed(texts, body.truncate, names)
             scores = cosine_scores(result.vectors[0], result.vectors[1:])
-            scorer, name, extra = "bi-encoder", service.model_id, {**_usage(result), **_truncated(result)}
+            scorer, name, extra = (
+                "bi-encoder",
+                service.model_id,
+                {**_usage(result), **_truncated(result, names)},
+            )
         results = [
             {
                 "index": i,
@@ -261,9 +271,14 @@ def _usage(result: Embedded) -> dict[str, Any]:
     return {"usage": {"prompt_tokens": result.prompt_tokens, "total_tokens": result.prompt_tokens}}
 
 
-def _truncated(result: Embedded) -> dict[str, Any]:
-    """Inputs cut to the model's limit: ``[{"index", "tokens"}]`` (empty when none was)."""
-    return {"truncated": [{"index": i, "tokens": n} for i, n in result.truncated]}
+def _truncated(result: Embedded, name: Callable[[int], str]) -> dict[str, Any]:
+    """Inputs cut to the model's limit: ``[{"param": "input[3]", "tokens": 700}]`` (empty when none was)."""
+    return {"truncated": [{"param": name(i), "tokens": n} for i, n in result.truncated]}
+
+
+def _names(first: str, rest: str) -> Callable[[int], str]:
+    """Field names of a request embedded as one list: ``first``, then ``rest[0]``, ``rest[1]``, ..."""
+    return lambda i: f"{rest}[{i - 1}]" if i else first
 
 
 def _json(payload: dict[str, Any]) -> Response:
