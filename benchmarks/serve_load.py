@@ -187,6 +187,26 @@ async def probe(port: int, sentences: list[str], seconds: float) -> list[int]:
     return [sum(1 for t in done if second <= t < second + 1) for second in range(int(seconds))]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def batch_totals(port: int) -> tuple[float, float, float]:
+    """The server's merged batches so far: count, sentences, requests (from /metrics)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{HOST}:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    values = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    return (
+        float(values["sbert_batch_sentences_count"]),
+        float(values["sbert_batch_sentences_sum"]),
+        float(values["sbert_batch_requests_sum"]),
+    )
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -259,19 +279,24 @@ def main() -> None:
                 )
                 texts = sentences[:count]
                 requests = [texts[i : i + size] for i in range(0, count, size)]
-                phase, ratios = Phase(), []
+                phase, ratios, cpu = Phase(), [], {"direct": 0.0, "server": 0.0}
+                batches_before = batch_totals(port)
                 for repeat in range(args.repeats):
                     timing = {}
                     for side in alternating_order(["direct", "server"], repeat):
-                        start = time.perf_counter()
+                        start, cpu_start = time.perf_counter(), time.process_time() + cpu_seconds(server.pid)
                         if side == "direct":
                             model.encode(texts, batch_size=32, show_progress_bar=False)
                         else:
                             asyncio.run(closed_loop(port, requests, concurrency, phase))
                         timing[side] = time.perf_counter() - start
+                        cpu[side] += time.process_time() + cpu_seconds(server.pid) - cpu_start
                     ratios.append(timing["direct"] / timing["server"])
                     rss.append(rss_mib(server.pid))
                 ratio = statistics.median(ratios)
+                batches = [after - before for after, before in zip(batch_totals(port), batches_before)]
+                per_batch = f"{batches[2] / batches[0]:.1f} requests, {batches[1] / batches[0]:.1f} sentences"
+                cpu_ratio = cpu["server"] / cpu["direct"]
                 key = f"size={size} concurrency={concurrency}"
                 results[key] = {
                     "sentences_per_s": phase.rate,
@@ -280,8 +305,13 @@ def main() -> None:
                         float(x) for x in np.percentile(np.array(phase.latencies) * 1000, [50, 95, 99])
                     ],
                     "statuses": dict(phase.statuses),
+                    "cpu_server_and_client_over_direct": cpu_ratio,
+                    "merged_batch_requests_sentences": [batches[2] / batches[0], batches[1] / batches[0]],
                 }
-                row = f"| {size} | {concurrency} | {phase.rate:.0f} | {ratio:.2f}× | {percentiles(phase.latencies)} | {dict(phase.statuses)} |"
+                row = (
+                    f"| {size} | {concurrency} | {phase.rate:.0f} | {ratio:.2f}× | {percentiles(phase.latencies)} "
+                    f"| {dict(phase.statuses)} | {per_batch} | {cpu_ratio:.2f}× |"
+                )
                 rows.append(row)
                 print(row, flush=True)
         capacity = max(v["sentences_per_s"] for k, v in results.items() if k.startswith("size=1 "))
@@ -309,9 +339,10 @@ def main() -> None:
         f"{model.name} {model.precision} ({model.backend}); median of {args.repeats} alternating repeats\n"
     )
     print(
-        "| sentences/request | concurrency | server sentences/s | ratio to direct encode | p50 ms | p95 ms | p99 ms | statuses |"
+        "| sentences/request | concurrency | server sentences/s | ratio to direct encode | p50 ms | p95 ms "
+        "| p99 ms | statuses | merged batch (mean) | CPU time, server + client / direct |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print(
         f"\nopen loop: {2 * capacity:.0f} requests/s asked (2× {capacity:.0f}), {sent_rate:.0f}/s sent for "

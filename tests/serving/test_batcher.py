@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -32,6 +33,24 @@ def test_queued_jobs_merge_into_one_batch_and_get_their_own_rows(tiny_encoder: S
         (len(ids) for ids in tiny_encoder.tokenize([t for job in JOBS for t in job]).ids), reverse=True
     )
     assert stats[0].padded_tokens == 3 * lengths[0] + 2 * lengths[3]  # two passes of 3 and 2, sorted
+
+
+def test_under_load_a_batch_waits_briefly_for_the_clients_just_answered(
+    tiny_encoder: SentenceEncoder,
+) -> None:
+    stats: list[BatchStats] = []
+    batcher = Batcher(tiny_encoder, on_batch=stats.append, max_wait=2.0)
+    first = [batcher.embed([text]) for text in ("a", "b", "c")]  # one batch of three requests
+    batcher.start()
+    try:
+        [future.result(timeout=30) for future in first]
+        second = [batcher.embed(["d"])]
+        time.sleep(0.1)  # the other two clients come back a little later
+        second += [batcher.embed(["e"]), batcher.embed(["f"])]
+        [future.result(timeout=30) for future in second]
+    finally:
+        batcher.close()
+    assert [s.requests for s in stats] == [3, 3]
 
 
 def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> None:

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         max_queued_items=args.max_queued_items,
         max_batch_tokens=args.max_batch_tokens,
         max_batch_size=args.max_batch_size,
+        batch_wait=args.batch_wait_ms / 1000,
         limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
         drain_timeout=args.drain_timeout,
         log_level=args.log_level,

@@ -40,6 +40,7 @@ class ServeOptions:
     max_queued_items: int = 2048
     max_batch_tokens: int = 8192
     max_batch_size: int = 32
+    batch_wait: float = 0.005
     limits: Limits | None = None
     drain_timeout: float = 30.0
     log_level: str = "warning"
@@ -95,6 +96,7 @@ def build_service(model: Any, options: ServeOptions) -> Service:
         max_batch_size=options.max_batch_size,
         parallel_batches=parallel,
         max_queued_items=options.max_queued_items,
+        max_wait=options.batch_wait,
     )
     model_id = options.model_id or Path(str(model.name)).name
     return Service(model, batcher, model_id, options.limits or Limits(), index, options.index, cross_encoder)

@@ -7,7 +7,9 @@ the event loop never runs the model. The worker takes the oldest job and every e
 behind it, up to ``parallel_batches × max_batch_size`` sentences, and encodes them in one
 ``encode()`` call: sorted by length, cut into batches of at most ``max_batch_tokens`` padded tokens,
 each request then gets its own rows back. A lone request never waits for company; under load the
-requests that arrive while one merged batch runs form the next.
+requests that arrive while one merged batch runs form the next, and when the last batch merged n
+requests the next waits up to ``max_wait`` (5 ms) for n, since the clients just answered are about
+to send again.
 
 A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
 """
@@ -114,6 +116,8 @@ class Batcher:
         max_queued_items: Sentences (or rerank pairs) that may wait; past it :meth:`embed` raises
             :class:`Overloaded`.
         on_batch: Called on the worker thread after every merged batch (for metrics).
+        max_wait: Seconds a batch may wait for more requests when the last one merged several
+            (the clients it answered are about to send again); a lone client never waits.
 
     Example:
         >>> from sbert import SentenceEncoder
@@ -132,6 +136,7 @@ class Batcher:
         parallel_batches: int = 1,
         max_queued_items: int = 2048,
         on_batch: Callable[[BatchStats], None] | None = None,
+        max_wait: float = 0.005,
     ) -> None:
         for name, value in (
             ("max_batch_tokens", max_batch_tokens),
@@ -153,6 +158,8 @@ class Batcher:
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._work, name="sbert-batcher", daemon=True)
         self._rate = 0.0  # sentences per second, a moving average, for Retry-After
+        self.max_wait = max_wait
+        self._last_requests = 0  # requests merged into the last batch
 
     @property
     def queued_items(self) -> int:
@@ -221,14 +228,22 @@ class Batcher:
                 return first
             jobs, items = [first], first.items
             target = self.parallel_batches * self.max_batch_size
-            while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
-                if items + nxt.items > target:
+            # Under load (the last batch merged several requests), the clients it answered are
+            # about to send again: wait up to max_wait for as many. A lone client never waits.
+            deadline = time.monotonic() + (self.max_wait if self._last_requests > 1 else 0.0)
+            while True:
+                while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
+                    if items + nxt.items > target:
+                        break
+                    self._queue.popleft()
+                    self._queued_items -= nxt.items
+                    jobs.append(nxt)
+                    items += nxt.items
+                remaining = deadline - time.monotonic()
+                if self._queue or self._closing or len(jobs) >= self._last_requests or remaining <= 0:
                     break
-                job = self._queue.popleft()
-                assert job is nxt
-                self._queued_items -= nxt.items
-                jobs.append(nxt)
-                items += nxt.items
+                self._cond.wait(remaining)
+            self._last_requests = len(jobs)
             return jobs
 
     def _work(self) -> None:
