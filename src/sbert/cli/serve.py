@@ -52,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-batch-size", type=int, default=32, help="sentences per forward pass (default 32)"
     )
     parser.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=5.0,
+        help="under load, how long a batch waits for the clients just answered (default 5; a lone one never waits)",
+    )
+    parser.add_argument(
         "--max-items", type=int, default=2048, help="items of one request before 413 (default 2048)"
     )
     parser.add_argument(
