@@ -73,20 +73,26 @@ class Pool:
 
     async def post(self, path: str, payload: dict) -> tuple[int, bytes]:
         connection = await self.free.get()
+        body = json.dumps(payload).encode()
         try:
-            if connection is None:
-                connection = await asyncio.open_connection(HOST, self.port)
-            reader, writer = connection
-            body = json.dumps(payload).encode()
-            head = f"POST {path} HTTP/1.1\r\nhost: {HOST}\r\ncontent-type: application/json\r\n"
-            writer.write(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
-            header = (await reader.readuntil(b"\r\n\r\n")).lower()
-            length = int(header.split(b"content-length:")[1].split(b"\r\n")[0])
-            content = await reader.readexactly(length)
-            if b"connection: close" in header:
-                writer.close()
-                connection = None
-            return int(header[9:12]), content
+            # The server closes keep-alive connections idle for 5 s (uvicorn's default); like any
+            # HTTP client, send again once on a new connection when a reused one turns out closed.
+            for attempt in range(2):
+                reused = connection is not None
+                if connection is None:
+                    connection = await asyncio.open_connection(HOST, self.port)
+                try:
+                    status, content, keep = await self._exchange(connection, path, body)
+                    if not keep:
+                        connection[1].close()
+                        connection = None
+                    return status, content
+                except (asyncio.IncompleteReadError, ConnectionError) as error:
+                    connection[1].close()
+                    connection = None
+                    if not reused or attempt or getattr(error, "partial", b""):
+                        raise
+            raise AssertionError("unreachable")
         except BaseException:
             if connection is not None:
                 connection[1].close()
@@ -94,6 +100,16 @@ class Pool:
             raise
         finally:
             self.free.put_nowait(connection)
+
+    @staticmethod
+    async def _exchange(connection: tuple, path: str, body: bytes) -> tuple[int, bytes, bool]:
+        reader, writer = connection
+        head = f"POST {path} HTTP/1.1\r\nhost: {HOST}\r\ncontent-type: application/json\r\n"
+        writer.write(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
+        header = (await reader.readuntil(b"\r\n\r\n")).lower()
+        length = int(header.split(b"content-length:")[1].split(b"\r\n")[0])
+        content = await reader.readexactly(length)
+        return int(header[9:12]), content, b"connection: close" not in header
 
     async def close(self) -> None:
         while not self.free.empty():
