@@ -3,7 +3,8 @@
 A server process is started on 127.0.0.1 with the model and precision given; this process loads the
 same model for the direct side. Closed loop: C clients (asyncio streams, keep-alive, base64 vectors
 as the openai client asks) each send their next request as soon as the last one is answered, with 1
-or 32 STSb test sentences per request, until the phase's sentences are sent; each phase alternates
+or 32 STSb test sentences per request, until the phase's sentences (the first 1024; 400 for one
+sentence at concurrency 1) are sent; each phase alternates
 with a direct ``model.encode(same sentences, batch_size=32)`` for ``--repeats`` rounds, so the ratio
 compares both sides under the same machine noise (median of the per-round ratios). Open loop: requests
 of one sentence sent at twice the best closed-loop rate for ``--flood-seconds``, whatever the answers,
@@ -263,6 +264,7 @@ def main() -> None:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", default="1,4,16,64")
+    parser.add_argument("--sentences", type=int, default=1024, help="STSb test sentences per phase")
     parser.add_argument("--flood-seconds", type=float, default=10.0)
     parser.add_argument("--output", default="benchmarks/serve_load.json", help="JSON file for the figures")
     args = parser.parse_args()
@@ -289,10 +291,8 @@ def main() -> None:
         rows, results = [], {}
         for size in (1, 32):
             for concurrency in [int(c) for c in args.concurrency.split(",")]:
-                # Single-sentence phases at low concurrency are slow: they get a slice of the set.
-                count = (
-                    len(sentences) if size == 32 or concurrency >= 16 else (400 if concurrency == 1 else 1000)
-                )
+                # One sentence at a time is slow: that phase gets fewer sentences.
+                count = min(len(sentences), args.sentences if size > 1 or concurrency > 1 else 400)
                 texts = sentences[:count]
                 requests = [texts[i : i + size] for i in range(0, count, size)]
                 phase, ratios, cpu = Phase(), [], {"direct": 0.0, "server": 0.0}
