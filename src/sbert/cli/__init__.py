@@ -24,12 +24,27 @@ from sbert.cli import (
     mine,
     reproduce,
     search,
+    serve,
     similarity,
     train,
 )
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
-SUBCOMMANDS = [demo, encode, similarity, info, evaluate, train, index, search, mine, cluster, reproduce, data]
+SUBCOMMANDS = [
+    demo,
+    encode,
+    similarity,
+    info,
+    evaluate,
+    train,
+    index,
+    search,
+    mine,
+    cluster,
+    reproduce,
+    data,
+    serve,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

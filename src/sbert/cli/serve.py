@@ -1,0 +1,116 @@
+"""``sbert serve``: embeddings, similarity, search and rerank over HTTP (needs the ``serve`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from sbert.cli.common import add_model_arguments, load_model
+
+API_KEY_ENV = "SBERT_API_KEY"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve embeddings, similarity, search and rerank over HTTP",
+        description="An OpenAI-compatible /v1/embeddings plus /similarity, /search, /rerank, /health, "
+        "/v1/models and /metrics; concurrent requests are batched together on one model thread.",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--index", default=None, help="index directory from `sbert index build`, for /search")
+    parser.add_argument(
+        "--cross-encoder",
+        default=None,
+        help="saved cross-encoder directory for /rerank (default: the bi-encoder)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help=f"require 'Authorization: Bearer KEY' (default: ${API_KEY_ENV} if set, else no key)",
+    )
+    parser.add_argument(
+        "--served-model-name", default=None, help="model id in responses (default: the model's name)"
+    )
+    parser.add_argument(
+        "--max-concurrent-requests", type=int, default=512, help="requests in flight before 429 (default 512)"
+    )
+    parser.add_argument(
+        "--max-queued-items",
+        type=int,
+        default=2048,
+        help="sentences waiting for the model before 429 (default 2048)",
+    )
+    parser.add_argument(
+        "--max-batch-tokens", type=int, default=8192, help="padded tokens per forward pass (default 8192)"
+    )
+    parser.add_argument(
+        "--max-batch-size", type=int, default=32, help="sentences per forward pass (default 32)"
+    )
+    parser.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=5.0,
+        help="under load, how long a batch waits for the clients just answered (default 5; a lone one never waits)",
+    )
+    parser.add_argument(
+        "--max-items", type=int, default=2048, help="items of one request before 413 (default 2048)"
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=2_000_000, help="request body size before 413 (default 2000000)"
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        help="seconds SIGTERM waits for requests in flight (default 30)",
+    )
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    add_model_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from sbert.server.app import Limits
+        from sbert.server.run import ServeOptions, serve
+    except ImportError as error:
+        raise ImportError(
+            f'{error}; sbert serve needs the serve extra: pip install "sbert[serve]"'
+        ) from error
+    for flag in (
+        "max_concurrent_requests",
+        "max_queued_items",
+        "max_batch_tokens",
+        "max_batch_size",
+        "max_items",
+    ):
+        if getattr(args, flag) < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    model = load_model(args)
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
+        index=args.index,
+        cross_encoder=args.cross_encoder,
+        model_id=args.served_model_name,
+        max_concurrent_requests=args.max_concurrent_requests,
+        max_queued_items=args.max_queued_items,
+        max_batch_tokens=args.max_batch_tokens,
+        max_batch_size=args.max_batch_size,
+        batch_wait=args.batch_wait_ms / 1000,
+        limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
+        drain_timeout=args.drain_timeout,
+        log_level=args.log_level,
+    )
+    print(
+        f"sbert serve: {model.name} ({model.precision}, {model.backend}) on http://{args.host}:{args.port}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return serve(model, options)

@@ -1,0 +1,156 @@
+"""Start a server: load everything first (a broken index or cross-encoder stops it there), then uvicorn.
+
+SIGTERM drains: new requests get 503 while those in flight finish, then the process exits 0. A
+second SIGTERM, or SIGINT, is uvicorn's own graceful stop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from sbert.errors import ModelLoadError
+from sbert.server.app import Limits, Service, create_app
+from sbert.server.gate import Gate
+from sbert.serving import Batcher
+
+logger = logging.getLogger("sbert")
+WARM_UP = ["A warm-up sentence.", "Another, somewhat longer sentence to compile a second shape for."]
+
+
+@dataclass
+class ServeOptions:
+    """How to serve; the command line's flags."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None
+    index: str | None = None
+    cross_encoder: str | None = None
+    model_id: str | None = None
+    max_concurrent_requests: int = 512
+    max_queued_items: int = 2048
+    max_batch_tokens: int = 8192
+    max_batch_size: int = 32
+    batch_wait: float = 0.005
+    limits: Limits | None = None
+    drain_timeout: float = 30.0
+    log_level: str = "warning"
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn, with a SIGTERM that drains before it stops (see the module docstring)."""
+
+    def __init__(self, config: uvicorn.Config, gate: Gate, drain_timeout: float) -> None:
+        super().__init__(config)
+        self.gate, self.drain_timeout = gate, drain_timeout
+        self.drain_started: float | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGTERM and self.drain_started is None:
+            # Not recorded as a captured signal: uvicorn would raise it again on the way out,
+            # and the default SIGTERM action would turn a clean drain into exit status -15.
+            self.drain_started = time.monotonic()
+            self.gate.draining = True
+            logger.warning("SIGTERM: draining %d request(s) in flight", self.gate.in_flight)
+            return
+        super().handle_exit(sig, frame)
+
+    async def on_tick(self, counter: int) -> bool:
+        if self.drain_started is not None and (
+            self.gate.in_flight == 0 or time.monotonic() - self.drain_started > self.drain_timeout
+        ):
+            self.should_exit = True
+        return await super().on_tick(counter)
+
+
+def build_service(model: Any, options: ServeOptions) -> Service:
+    """The model's batcher, the index and the cross-encoder, all loaded and checked now."""
+    index = None
+    if options.index:
+        from sbert.applications.index import VectorIndex
+
+        index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
+    cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
+    vectors = model.encode(WARM_UP, show_progress_bar=False)  # compile (and calibrate) now
+    if index is not None:
+        try:
+            index.search(vectors[:1], top_k=1)
+        except ValueError as error:  # an empty index
+            raise ModelLoadError(f"{options.index}: {error}") from error
+    if cross_encoder is not None:
+        cross_encoder.predict([(WARM_UP[0], WARM_UP[1])])
+    # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
+    parallel = _threads() if model.backend == "openvino" else 1
+    batcher = Batcher(
+        model,
+        max_batch_tokens=options.max_batch_tokens,
+        max_batch_size=options.max_batch_size,
+        parallel_batches=parallel,
+        max_queued_items=options.max_queued_items,
+        max_wait=options.batch_wait,
+    )
+    model_id = options.model_id or Path(str(model.name)).name
+    return Service(model, batcher, model_id, options.limits or Limits(), index, options.index, cross_encoder)
+
+
+def load_cross_encoder(path: str) -> Any:
+    """A trained one-output cross-encoder; a plain encoder (which would get an untrained head) is refused."""
+    from sbert.cross_encoder import CONFIG_FILE, CrossEncoder
+
+    folder = Path(path)
+    config = folder / "config.json"
+    if not config.is_file():
+        raise ModelLoadError(f"{config}: missing; --cross-encoder needs a saved cross-encoder directory")
+    try:
+        architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError) as error:
+        raise ModelLoadError(f"{config}: cannot be read: {error}") from error
+    if not (folder / CONFIG_FILE).is_file() and not any(
+        str(name).endswith("ForSequenceClassification") for name in architectures
+    ):
+        raise ModelLoadError(
+            f"{folder}: not a cross-encoder (no {CONFIG_FILE}, no sequence-classification head in "
+            "config.json); serving it would score with an untrained head"
+        )
+    cross_encoder = CrossEncoder.from_pretrained(folder, device="cpu")
+    if cross_encoder.num_labels != 1:
+        raise ModelLoadError(
+            f"{folder}: a {cross_encoder.num_labels}-label classifier; /rerank needs a one-output (score) model"
+        )
+    return cross_encoder
+
+
+def serve(model: Any, options: ServeOptions) -> int:
+    """Serve until SIGTERM (drained) or SIGINT; returns the exit status."""
+    service = build_service(model, options)
+    app = create_app(service, options.api_key, options.max_concurrent_requests)
+    config = uvicorn.Config(
+        app,
+        host=options.host,
+        port=options.port,
+        log_level=options.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=int(options.drain_timeout),
+    )
+    server = DrainingServer(config, app, options.drain_timeout)
+    service.batcher.start()
+    try:
+        server.run()
+    finally:
+        service.batcher.close(timeout=options.drain_timeout)
+    return 0 if server.started else 1
+
+
+def _threads() -> int:
+    import torch
+
+    return max(1, torch.get_num_threads())

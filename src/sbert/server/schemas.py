@@ -1,0 +1,170 @@
+"""Request bodies, parsed strictly, and the JSON error every bad one gets.
+
+Bodies are parsed in three steps so that each failure has its own status: bytes that are not UTF-8
+or not JSON are a 400 naming the byte or line; a list longer than ``max_items`` is a 413 before any
+item is looked at; then the schema (strict: no ``"5"`` for 5, no unknown fields) is a 422 naming the
+field and the item's index, e.g. ``input[3]: expected a string, got null``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    503: "unavailable_error",
+}
+
+
+class APIError(Exception):
+    """An HTTP error with an OpenAI-style body: ``{"error": {"message", "type", "param", "code"}}``."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param, self.code = status, message, param, code
+        self.headers = headers or {}
+
+    def body(self) -> bytes:
+        error = {
+            "message": self.message,
+            "type": ERROR_TYPES.get(
+                self.status, "invalid_request_error" if self.status < 500 else "server_error"
+            ),
+            "param": self.param,
+            "code": self.code,
+        }
+        return json.dumps({"error": error}).encode()
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+Texts = Annotated[list[StrictStr], Field(min_length=1)]
+OneOrMoreTexts = Annotated[list[StrictStr], BeforeValidator(_one_or_many), Field(min_length=1)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class EmbeddingRequest(_Body):
+    """OpenAI's ``POST /v1/embeddings`` body, plus ``truncate``."""
+
+    input: OneOrMoreTexts
+    model: StrictStr | None = None
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: Annotated[int, Field(ge=1)] | None = None
+    user: StrictStr | None = None
+    truncate: bool = True
+
+
+class SimilarityRequest(_Body):
+    """``POST /similarity``: cosine similarity of one sentence to each of a list."""
+
+    source_sentence: StrictStr
+    sentences: Texts
+    model: StrictStr | None = None
+    truncate: bool = True
+
+
+class SearchRequest(_Body):
+    """``POST /search``: the ``top_k`` nearest texts of the loaded index."""
+
+    query: StrictStr
+    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
+    model: StrictStr | None = None
+    truncate: bool = True
+
+
+class RerankRequest(_Body):
+    """``POST /rerank``: documents ordered by relevance to the query (Cohere's and Jina's shape)."""
+
+    query: StrictStr
+    documents: Texts
+    top_n: Annotated[int, Field(ge=1)] | None = None
+    return_documents: bool = True
+    model: StrictStr | None = None
+    truncate: bool = True
+
+
+LIST_FIELDS = ("input", "sentences", "documents")
+Body = TypeVar("Body", bound=_Body)
+
+
+def parse_body(raw: bytes, schema: type[Body], max_items: int) -> Body:
+    """Decode, count and validate a request body; raises :class:`APIError` 400, 413 or 422."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise APIError(
+            400, f"body: not valid UTF-8 (byte {error.start}: {raw[error.start : error.start + 1]!r})", "body"
+        ) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise APIError(
+            400, f"body: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}", "body"
+        ) from None
+    if not isinstance(data, dict):
+        raise APIError(422, f"body: expected a JSON object, got {_json_type(data)}", "body")
+    for name in LIST_FIELDS:
+        items = data.get(name)
+        if isinstance(items, list) and len(items) > max_items:
+            raise APIError(
+                413, f"{name}: {len(items)} items, more than the limit of {max_items} per request", name
+            )
+    try:
+        return schema.model_validate(data)
+    except ValidationError as error:
+        raise validation_error(error, schema) from None
+
+
+def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIError:
+    """A 422 naming the first bad field (``input[3]``) and what was wrong with it."""
+    first = error.errors(include_url=False)[0]
+    param = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        fields = ", ".join(schema.model_fields)
+        message = f"{param}: unknown field (this endpoint takes {fields})"
+    elif kind == "missing":
+        message = f"{param}: required"
+    elif kind == "too_short":
+        message = f"{param}: must not be empty"
+    elif param in LIST_FIELDS and kind == "list_type":
+        message = f"{param}: expected a string or a list of strings, got {_json_type(first['input'])}"
+    else:
+        message = (
+            f"{param}: {first['msg'].replace('Input should', 'should')}, got {_json_type(first['input'])}"
+        )
+    return APIError(422, message, param or "body", kind)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    if isinstance(value, list):
+        return f"a list of {len(value)}" if value else "an empty list"
+    return "an object"

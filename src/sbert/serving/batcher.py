@@ -1,0 +1,317 @@
+"""Dynamic batching: concurrent requests merged into length-sorted batches under a padded-token budget.
+
+One worker thread owns the model (and its tokenizer: the Rust tokenizer fails with "Already borrowed"
+when two threads use it at once). Callers put jobs on a bounded queue and get a
+:class:`concurrent.futures.Future` back; an asyncio server awaits it with ``asyncio.wrap_future``, so
+the event loop never runs the model. The worker takes the oldest job and every embedding job queued
+behind it, up to ``parallel_batches × max_batch_size`` sentences, and encodes them in one
+``encode()`` call: sorted by length, cut into batches of at most ``max_batch_tokens`` padded tokens,
+each request then gets its own rows back. A lone request never waits for company; under load the
+requests that arrive while one merged batch runs form the next, and when the last batch merged n
+requests the next waits up to ``max_wait`` (5 ms) for n, since the clients just answered are about
+to send again.
+
+A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from sbert.batching import length_sorted_batches
+
+logger = logging.getLogger("sbert")
+T = TypeVar("T")
+
+
+class Overloaded(RuntimeError):
+    """The queue is full; ``retry_after`` is an estimate, in whole seconds, of when it has room."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class InputTooLong(ValueError):
+    """An input is longer than the model's limit and the caller asked not to truncate it."""
+
+    def __init__(self, index: int, tokens: int, limit: int) -> None:
+        super().__init__(
+            f"input[{index}] has {tokens} tokens, more than the model's limit of {limit} "
+            "(send truncate: true to cut it)"
+        )
+        self.index, self.tokens, self.limit = index, tokens, limit
+
+
+class ServerClosed(RuntimeError):
+    """The batcher is shutting down and takes no new work."""
+
+
+@dataclass
+class Embedded:
+    """One request's result: its vectors and the token count of each input before truncation."""
+
+    vectors: np.ndarray  # (n, dim) float32, in input order
+    token_counts: list[int]  # special tokens included
+    limit: int  # the model's max_seq_length
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Tokens the model read: each input counted up to the limit."""
+        return sum(min(count, self.limit) for count in self.token_counts)
+
+    @property
+    def truncated(self) -> list[tuple[int, int]]:
+        """``(index, tokens)`` of every input cut to the limit."""
+        return [(i, count) for i, count in enumerate(self.token_counts) if count > self.limit]
+
+
+@dataclass
+class BatchStats:
+    """One merged batch: sentences, padded tokens (sentences × longest, summed over its forward passes)."""
+
+    requests: int
+    sentences: int
+    padded_tokens: int
+    seconds: float
+
+
+@dataclass
+class _EmbedJob:
+    texts: list[str]
+    truncate: bool
+    future: Future[Embedded]
+
+    @property
+    def items(self) -> int:
+        return len(self.texts)
+
+
+@dataclass
+class _CallJob:
+    fn: Callable[[], Any]
+    items: int
+    future: Future[Any]
+
+
+class Batcher:
+    """A bounded job queue and the one worker thread that runs the model.
+
+    Args:
+        model: A :class:`~sbert.SentenceEncoder`; only the worker thread uses it once started.
+        max_batch_tokens: Cap on padded tokens (sentences × longest) of one forward pass.
+        max_batch_size: Most sentences in one forward pass.
+        parallel_batches: Forward passes the engine runs side by side (OpenVINO: one per core);
+            a merged batch is cut into at least this many so that no core idles.
+        max_queued_items: Sentences (or rerank pairs) that may wait; past it :meth:`embed` raises
+            :class:`Overloaded`.
+        on_batch: Called on the worker thread after every merged batch (for metrics).
+        max_wait: Seconds a batch may wait for more requests when the last one merged several
+            (the clients it answered are about to send again); a lone client never waits.
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> batcher = Batcher(SentenceEncoder.from_pretrained())  # doctest: +SKIP
+        >>> batcher.start()  # doctest: +SKIP
+        >>> batcher.embed(["A man plays a guitar."]).result().vectors.shape  # doctest: +SKIP
+        (1, 384)
+        >>> batcher.close()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        max_batch_tokens: int = 8192,
+        max_batch_size: int = 32,
+        parallel_batches: int = 1,
+        max_queued_items: int = 2048,
+        on_batch: Callable[[BatchStats], None] | None = None,
+        max_wait: float = 0.005,
+    ) -> None:
+        for name, value in (
+            ("max_batch_tokens", max_batch_tokens),
+            ("max_batch_size", max_batch_size),
+            ("parallel_batches", parallel_batches),
+            ("max_queued_items", max_queued_items),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        self.model = model
+        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_size = max_batch_size
+        self.parallel_batches = parallel_batches
+        self.max_queued_items = max_queued_items
+        self.on_batch = on_batch
+        self._queue: deque[_EmbedJob | _CallJob] = deque()
+        self._queued_items = 0
+        self._closing = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._work, name="sbert-batcher", daemon=True)
+        self._rate = 0.0  # sentences per second, a moving average, for Retry-After
+        self.max_wait = max_wait
+        self._last_requests = 0  # requests merged into the last batch
+
+    @property
+    def queued_items(self) -> int:
+        """Sentences (and pairs) waiting, not yet taken by the worker."""
+        return self._queued_items
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def embed(self, texts: Sequence[str], truncate: bool = True) -> Future[Embedded]:
+        """Queue texts for encoding; the future holds an :class:`Embedded`.
+
+        Raises:
+            Overloaded: the queue holds ``max_queued_items`` already (a request larger than that is
+                taken only when the queue is empty).
+            ServerClosed: :meth:`close` was called.
+        """
+        future: Future[Embedded] = Future()
+        self._put(_EmbedJob(list(texts), truncate, future))
+        return future
+
+    def call(self, fn: Callable[[], T], items: int = 1) -> Future[T]:
+        """Run ``fn`` on the worker thread in queue order (for work that uses the model's thread:
+        a cross-encoder, an index search); ``items`` counts against the queue bound."""
+        future: Future[T] = Future()
+        self._put(_CallJob(fn, items, future))
+        return future
+
+    def close(self, timeout: float | None = None) -> None:
+        """Take no new work, finish what is queued, stop the worker."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def retry_after(self) -> int:
+        """Whole seconds until the queue has likely drained (at least 1)."""
+        if self._rate <= 0:
+            return 1
+        return max(1, math.ceil(self._queued_items / self._rate))
+
+    def _put(self, job: _EmbedJob | _CallJob) -> None:
+        with self._cond:
+            if self._closing:
+                raise ServerClosed("the server is shutting down")
+            if self._queued_items and self._queued_items + job.items > self.max_queued_items:
+                raise Overloaded(
+                    f"the queue is full ({self._queued_items} of {self.max_queued_items} items waiting)",
+                    self.retry_after(),
+                )
+            self._queue.append(job)
+            self._queued_items += job.items
+            self._cond.notify()
+
+    def _take(self) -> list[_EmbedJob] | _CallJob | None:
+        """The next unit of work: a call, or embedding jobs merged up to the batch target."""
+        with self._cond:
+            while not self._queue and not self._closing:
+                self._cond.wait()
+            if not self._queue:
+                return None
+            first = self._queue.popleft()
+            self._queued_items -= first.items
+            if isinstance(first, _CallJob):
+                return first
+            jobs, items = [first], first.items
+            target = self.parallel_batches * self.max_batch_size
+            # Under load (the last batch merged several requests), the clients it answered are
+            # about to send again: wait up to max_wait for as many. A lone client never waits.
+            deadline = time.monotonic() + (self.max_wait if self._last_requests > 1 else 0.0)
+            while True:
+                while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
+                    if items + nxt.items > target:
+                        break
+                    self._queue.popleft()
+                    self._queued_items -= nxt.items
+                    jobs.append(nxt)
+                    items += nxt.items
+                remaining = deadline - time.monotonic()
+                if self._queue or self._closing or len(jobs) >= self._last_requests or remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            self._last_requests = len(jobs)
+            return jobs
+
+    def _work(self) -> None:
+        while (work := self._take()) is not None:
+            if isinstance(work, _CallJob):
+                if work.future.set_running_or_notify_cancel():
+                    try:
+                        work.future.set_result(work.fn())
+                    except BaseException as error:  # the worker must outlive any one job
+                        work.future.set_exception(error)
+            else:
+                self._embed(work)
+
+    def _embed(self, jobs: list[_EmbedJob]) -> None:
+        limit = int(self.model.max_seq_length)
+        live: list[tuple[_EmbedJob, list[int]]] = []
+        for job in jobs:
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                counts = token_counts(self.model, job.texts)
+                if not job.truncate:
+                    for index, count in enumerate(counts):
+                        if count > limit:
+                            raise InputTooLong(index, count, limit)
+            except BaseException as error:
+                job.future.set_exception(error)
+                continue
+            live.append((job, counts))
+        if not live:
+            return
+        texts = [text for job, _ in live for text in job.texts]
+        size = max(1, min(self.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
+        start = time.perf_counter()
+        try:
+            vectors = self.model.encode(
+                texts, batch_size=size, max_tokens=self.max_batch_tokens, show_progress_bar=False
+            )
+        except BaseException as error:
+            logger.exception("encoding a batch of %d sentences failed", len(texts))
+            for job, _ in live:
+                job.future.set_exception(error)
+            return
+        seconds = time.perf_counter() - start
+        offset = 0
+        for job, counts in live:
+            job.future.set_result(Embedded(vectors[offset : offset + job.items], counts, limit))
+            offset += job.items
+        rate = len(texts) / max(seconds, 1e-6)
+        self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate
+        if self.on_batch is not None:
+            lengths = [min(count, limit) for _, counts in live for count in counts]
+            padded = sum(
+                len(batch) * max(lengths[i] for i in batch)
+                for batch in length_sorted_batches(lengths, size, self.max_batch_tokens)
+            )
+            self.on_batch(BatchStats(len(live), len(texts), padded, seconds))
+
+
+def token_counts(model: Any, texts: Sequence[str]) -> list[int]:
+    """Tokens of each text before truncation, special tokens included, as the model tokenizes it."""
+    transformer = model.transformer
+    if transformer.do_lower_case:
+        texts = [text.lower() for text in texts]
+    options = {"truncation": False, "return_attention_mask": False, "return_token_type_ids": False}
+    try:
+        ids = transformer.tokenizer(list(texts), verbose=False, **options)["input_ids"]
+    except TypeError:  # lone surrogates: encode() replaces them the same way
+        fixed = [text.encode("utf-8", errors="replace").decode("utf-8") for text in texts]
+        ids = transformer.tokenizer(fixed, verbose=False, **options)["input_ids"]
+    return [len(row) for row in ids]

@@ -1,0 +1,94 @@
+"""/search over a saved index and /rerank through a cross-encoder; broken ones stop the server at start."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+import torch
+from server_process import ServerProcess, tiny_server_args
+
+from sbert import SentenceEncoder
+from sbert.applications.index import VectorIndex
+from sbert.cross_encoder import CrossEncoder
+
+CORPUS = [
+    "a man plays the guitar",
+    "a woman plays the piano",
+    "the dog runs in the park",
+    "rain on the street",
+]
+
+
+@pytest.fixture(scope="module")
+def folders(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("serve-index")
+    encoder = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    VectorIndex.build(encoder.encode(CORPUS), texts=CORPUS, kind="flat", model_name=encoder.name).save(
+        root / "index"
+    )
+    torch.manual_seed(0)
+    CrossEncoder.from_pretrained(tiny_model_dir, num_labels=1, device="cpu").save(root / "cross")
+    return {"index": root / "index", "cross": root / "cross"}
+
+
+@pytest.fixture(scope="module")
+def full_server(tiny_model_dir: Path, folders: dict[str, Path]) -> Iterator[ServerProcess]:
+    extra = ["--index", str(folders["index"]), "--cross-encoder", str(folders["cross"])]
+    process = ServerProcess(tiny_server_args(tiny_model_dir, *extra)).wait_ready()
+    yield process
+    process.kill()
+
+
+def test_search_returns_the_index_hits_with_texts(
+    full_server, folders, tiny_encoder: SentenceEncoder
+) -> None:
+    body = httpx.post(f"{full_server.url}/search", json={"query": "a man plays music", "top_k": 2}).json()
+    index = VectorIndex.load(folders["index"], tiny_encoder)
+    expected = index.search(tiny_encoder.encode(["a man plays music"]), top_k=2)[0]
+    assert [r["corpus_id"] for r in body["results"]] == [hit.corpus_id for hit in expected]
+    np.testing.assert_allclose([r["score"] for r in body["results"]], [h.score for h in expected], atol=1e-5)
+    assert [r["text"] for r in body["results"]] == [CORPUS[hit.corpus_id] for hit in expected]
+    assert httpx.get(f"{full_server.url}/health").json()["index"] == str(folders["index"])
+
+
+def test_rerank_uses_the_cross_encoder(full_server, folders) -> None:
+    body = httpx.post(f"{full_server.url}/rerank", json={"query": "music", "documents": CORPUS}).json()
+    scores = CrossEncoder.from_pretrained(folders["cross"], device="cpu").predict(
+        [("music", d) for d in CORPUS]
+    )
+    assert body["scorer"] == "cross-encoder"
+    assert [r["index"] for r in body["results"]] == list(np.argsort(-scores, kind="stable"))
+    np.testing.assert_allclose(
+        [r["relevance_score"] for r in body["results"]], np.sort(scores)[::-1], atol=1e-6
+    )
+    too_long = {"query": "music", "documents": ["rain", " ".join(["music"] * 80)], "truncate": False}
+    refused = httpx.post(f"{full_server.url}/rerank", json=too_long)
+    assert refused.status_code == 413 and refused.json()["error"]["param"] == "documents[1]"
+
+
+def start_fails(args: list[str]) -> str:
+    process = ServerProcess(args)
+    assert process.wait_exit(120) == 1
+    return process.output()
+
+
+def test_a_corrupt_index_stops_the_server_at_start(tiny_model_dir: Path, folders, tmp_path: Path) -> None:
+    broken = tmp_path / "index"
+    broken.mkdir()
+    for file in folders["index"].iterdir():
+        (broken / file.name).write_bytes(file.read_bytes())
+    faiss_file = broken / "index.faiss"
+    faiss_file.write_bytes(faiss_file.read_bytes()[:-8])
+    output = start_fails(tiny_server_args(tiny_model_dir, "--index", str(broken)))
+    assert f"{faiss_file}: " in output and "checksum" in output
+
+
+def test_a_plain_encoder_is_refused_as_cross_encoder(tiny_model_dir: Path) -> None:
+    output = start_fails(tiny_server_args(tiny_model_dir, "--cross-encoder", str(tiny_model_dir)))
+    assert f"{tiny_model_dir}: not a cross-encoder" in output
