@@ -17,7 +17,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.cli import build_parser
-from sbert.cli.train import run_recipe
+from sbert.cli.train_recipes import run_recipe
 from sbert.data.training_files import read_scored_pairs, read_triplets
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
 from sbert.training import Trainer, TrainingConfig
