@@ -102,7 +102,7 @@ class StoreWriter:
         """
         fs, directory = resolve_location(path, filesystem)
         settings = {"row_group_size": DEFAULT_ROW_GROUP_SIZE, "texts": True, **settings}
-        existing = _existing_store(fs, directory)
+        existing = existing_store(fs, directory)
         if existing is not None and overwrite:
             _remove_store_files(fs, directory)
             existing = None
@@ -281,7 +281,12 @@ class _disk_full_guard:
             ) from error
 
 
-def _existing_store(fs: pafs.FileSystem, directory: str) -> dict[str, Any] | None:
+def existing_store(fs: pafs.FileSystem, directory: str) -> dict[str, Any] | None:
+    """The manifest of the store at ``directory``; ``None`` when there is nothing (or an empty folder).
+
+    Raises:
+        StoreError: the path holds something other than a store (which is never touched).
+    """
     info = fs.get_file_info(directory)
     if info.type == pafs.FileType.NotFound:
         return None
