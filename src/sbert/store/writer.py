@@ -67,10 +67,11 @@ def input_digest(ids: np.ndarray, texts: Sequence[str]) -> hashlib._Hash:
 
 
 def update_input_digest(digest: hashlib._Hash, ids: np.ndarray, texts: Sequence[str]) -> None:
-    digest.update(np.ascontiguousarray(ids, dtype="<i8").tobytes())
-    for text in texts:
+    """Row by row, so that the digest does not depend on how the rows were split into chunks."""
+    id_bytes = np.ascontiguousarray(ids, dtype="<i8").tobytes()
+    for row, text in enumerate(texts if texts else [""] * len(ids)):
         encoded = text.encode("utf-8", "surrogatepass")
-        digest.update(len(encoded).to_bytes(8, "little") + encoded)
+        digest.update(id_bytes[8 * row : 8 * row + 8] + len(encoded).to_bytes(8, "little") + encoded)
 
 
 class StoreWriter:
