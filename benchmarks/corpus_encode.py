@@ -9,6 +9,9 @@ the bundled all-MiniLM-L6-v2, each phase appending its figures to ``--results`` 
   sentences, same precision, alternating, median.
 - ``ray``: local streaming vs ``--engine ray`` with 1 and 2 actors on a local Ray instance
   (``ray.init`` once; actor start-up and model loading are inside each timed run).
+- ``lookup``: a synthetic store of ``--lookup-rows`` random 384-d float32 rows (no model): latency of
+  ``texts(ids)`` and ``vectors(rows)`` for 10 and 100 random rows on a freshly opened store (median
+  of 20), and ``iter_batches`` rows/s.
 - ``kill``: a child killed with SIGKILL once it has finished 1/4, 1/2 and 3/4 of the rows, resumed
   each time; every shard must be byte-identical to an uninterrupted run's.
 
@@ -36,7 +39,7 @@ from typing import Any
 from encode_speed import cpu_name, mixed_sentences
 
 HERE = Path(__file__).resolve().parent
-PHASES = ("kill", "throughput", "ray", "memory")
+PHASES = ("kill", "throughput", "ray", "memory", "lookup")
 
 
 def main() -> None:
@@ -48,6 +51,8 @@ def main() -> None:
     parser.add_argument("--throughput-size", type=int, default=100_000)
     parser.add_argument("--throughput-precision", default="auto")
     parser.add_argument("--ray-size", type=int, default=20_000)
+    parser.add_argument("--kill-size", type=int, default=4_000)
+    parser.add_argument("--lookup-rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--results", default=str(HERE / "corpus_encode.json"))
     parser.add_argument("--workdir", default=None, help="scratch folder (default: a new temporary one)")
@@ -66,9 +71,10 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     for phase in args.phases:
         started = time.perf_counter()
-        figures = {"kill": kill, "throughput": throughput, "ray": ray_phase, "memory": memory}[phase](
-            args, work
-        )
+        run = {"kill": kill, "throughput": throughput, "ray": ray_phase, "memory": memory, "lookup": lookup}[
+            phase
+        ]
+        figures = run(args, work)
         record(args.results, phase, {**figures, "wall_s": round(time.perf_counter() - started, 1)})
     shutil.rmtree(work, ignore_errors=True)
 
@@ -101,7 +107,16 @@ def child(args: argparse.Namespace) -> None:
     )
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB
-    print(json.dumps({"rows": len(store), "seconds": seconds, "peak_rss_mib": peak_kib / 1024}))
+    print(
+        json.dumps(
+            {
+                "rows": len(store),
+                "seconds": seconds,
+                "peak_rss_mib": peak_kib / 1024,
+                "ran_as": model.precision,
+            }
+        )
+    )
 
 
 def child_command(args: argparse.Namespace, source: Path, output: Path, **options: Any) -> list[str]:
@@ -197,6 +212,14 @@ def ray_phase(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             ),
         }
         rates = alternating_rates(runners, args.repeats, size)
+        tiny = corpus(args, work, 64)
+        startup = []  # a run on 64 sentences: actor start-up and model loading, nearly no encoding
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            encode_corpus(
+                model, tiny, work / "ray-tiny", overwrite=True, show_progress=False, engine="ray", workers=1
+            )
+            startup.append(time.perf_counter() - started)
     finally:
         ray.shutdown()
     medians = {name: statistics.median(values) for name, values in rates.items()}
@@ -208,15 +231,20 @@ def ray_phase(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "median": {name: round(v, 1) for name, v in medians.items()},
         "ratio ray 1 actor / local": round(medians["ray, 1 actor"] / medians["local streaming"], 3),
         "ratio ray 2 actors / local": round(medians["ray, 2 actors"] / medians["local streaming"], 3),
+        "ray run on 64 sentences (start-up) s": round(statistics.median(startup), 1),
     }
+    # What one actor encodes once started: the figure to multiply by workers on a cluster.
+    one_actor_seconds = size / medians["ray, 1 actor"] - figures["ray run on 64 sentences (start-up) s"]
+    figures["ray 1 actor after start-up, sentences/s"] = round(size / max(one_actor_seconds, 1e-9), 1)
     print(f"ray: {figures}", flush=True)
     return figures
 
 
 def kill(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    size, shard = 4_000, 500
+    size = args.kill_size
+    shard = max(1, size // 8)
     source = corpus(args, work, size)
-    options = {"precision": "float32", "shard_size": shard, "chunk_rows": 250}
+    options = {"precision": "float32", "shard_size": shard, "chunk_rows": max(1, shard // 2)}
     whole = work / "kill-whole"
     shutil.rmtree(whole, ignore_errors=True)
     subprocess.run(child_command(args, source, whole, **options), check=True, capture_output=True)
@@ -231,6 +259,8 @@ def kill(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         )
         while finished_rows(store) < fraction * size and process.poll() is None:
             time.sleep(0.01)
+        while not list(store.glob(".shard-*.tmp")) and process.poll() is None:
+            time.sleep(0.01)  # kill inside the next shard, half written
         process.send_signal(signal.SIGKILL)
         process.wait()
         killed_at = finished_rows(store)
@@ -249,6 +279,46 @@ def kill(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         }
         figures["points"].append(point)
         print(f"kill at {fraction}: {point}", flush=True)
+    return figures
+
+
+def lookup(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    import numpy as np
+
+    from sbert.store import EmbeddingStore, StoreWriter
+
+    rows, dim, shard_size = args.lookup_rows, 384, 100_000
+    path = work / "lookup-store"
+    shutil.rmtree(path, ignore_errors=True)
+    rng = np.random.default_rng(0)
+    identity = {"name": "synthetic", "source": None, "fingerprint": "0" * 64, "pipeline": {}}
+    writer = StoreWriter.open(
+        str(path), {"dim": dim, "dtype": "float32", "normalized": False, "model": identity}
+    )
+    for start in range(0, rows, shard_size):
+        with writer.shard() as shard:
+            for chunk in range(start, min(start + shard_size, rows), 10_000):
+                ids = np.arange(chunk, min(chunk + 10_000, rows))
+                vectors = rng.standard_normal((len(ids), dim), dtype=np.float32)
+                shard.write(ids, [f"sentence number {i}" for i in ids], vectors)
+    writer.finish()
+    figures: dict[str, Any] = {"rows": rows, "dim": dim, "dtype": "float32", "row_group_size": 256}
+    for count in (10, 100):
+        for what in ("texts", "vectors"):
+            times = []
+            for _ in range(20):
+                wanted = rng.choice(rows, size=count, replace=False)
+                store = EmbeddingStore.open(str(path))  # fresh: no row group cached
+                started = time.perf_counter()
+                getattr(store, what)(wanted)
+                times.append(time.perf_counter() - started)
+            figures[f"{what}({count} random) ms"] = round(statistics.median(times) * 1000, 2)
+    store = EmbeddingStore.open(str(path))
+    started = time.perf_counter()
+    total = sum(len(batch.ids) for batch in store.iter_batches(65536))
+    figures["iter_batches rows/s"] = round(total / (time.perf_counter() - started))
+    print(f"lookup: {figures}", flush=True)
+    shutil.rmtree(path, ignore_errors=True)
     return figures
 
 

@@ -5,6 +5,11 @@ Any Arrow tool reads the shards (columns ``id`` int64, ``text`` string, ``embedd
 of float32, float16 or int8); the manifest says which model made them and how.
 """
 
+try:
+    import pyarrow  # noqa: F401
+except ImportError:  # pragma: no cover - depends on the installation
+    raise ImportError("embedding stores need pyarrow: pip install 'sbert[store]'") from None
+
 from sbert.store.corpus import encode_corpus
 from sbert.store.manifest import ShardRecord, StoreError
 from sbert.store.reader import EmbeddingStore, StoreBatch

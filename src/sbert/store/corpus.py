@@ -102,6 +102,8 @@ def encode_corpus(
     from_file = isinstance(source, (str, Path))
     if engine == "ray" and not from_file:
         raise ValueError("the ray engine reads a file or URI, not an in-memory iterable")
+    if engine == "ray" and (skip_bad_lines or str(source) == STDIN):
+        raise ValueError("the ray engine reads files with Ray's own readers: no stdin, no --skip-bad-lines")
     chunk_rows = min(chunk_rows, shard_size)
     settings = _settings(model, source, fmt, column, id_column, shard_size, chunk_rows, normalize, dtype)
     settings["texts"] = store_texts

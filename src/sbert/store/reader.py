@@ -1,6 +1,6 @@
 """Reading a store: chunked iteration, random access by row, text lookup by id, checksum verification.
 
-Shards are Parquet files with small row groups (1024 rows by default), opened memory-mapped, so a
+Shards are Parquet files with small row groups (256 rows by default), opened memory-mapped, so a
 lookup of a few rows reads a few small row groups, never a whole shard.
 """
 
@@ -22,7 +22,7 @@ from sbert.quantization import QuantizationRanges
 from sbert.store.manifest import ShardRecord, StoreError, read_manifest, resolve_location
 from sbert.store.writer import file_sha256
 
-_CACHED_ROW_GROUPS = 64  # decoded row groups kept for repeated lookups (about 100 MB at 384-d float32)
+_CACHED_ROW_GROUPS = 64  # decoded row groups kept for repeated lookups (about 25 MB at 384-d float32)
 
 
 @dataclass(frozen=True)
