@@ -172,17 +172,10 @@ def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ),
     }
     rates = alternating_rates(runners, args.repeats, size)
-    medians = {name: statistics.median(values) for name, values in rates.items()}
-    figures = {
-        "sentences": size,
-        "precision": model.precision,
-        "repeats": args.repeats,
-        "rates": {name: [round(v, 1) for v in values] for name, values in rates.items()},
-        "median": {name: round(v, 1) for name, v in medians.items()},
-        "ratio streaming / in-memory": round(
-            medians["streaming encode_corpus()"] / medians["in-memory encode()"], 3
-        ),
-    }
+    figures, medians = rate_figures(rates, size, model.precision)
+    figures["ratio streaming / in-memory"] = round(
+        medians["streaming encode_corpus()"] / medians["in-memory encode()"], 3
+    )
     print(f"throughput: {figures}", flush=True)
     return figures
 
@@ -222,22 +215,30 @@ def ray_phase(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             startup.append(time.perf_counter() - started)
     finally:
         ray.shutdown()
-    medians = {name: statistics.median(values) for name, values in rates.items()}
-    figures = {
-        "sentences": size,
-        "precision": model.precision,
-        "repeats": args.repeats,
-        "rates": {name: [round(v, 1) for v in values] for name, values in rates.items()},
-        "median": {name: round(v, 1) for name, v in medians.items()},
-        "ratio ray 1 actor / local": round(medians["ray, 1 actor"] / medians["local streaming"], 3),
-        "ratio ray 2 actors / local": round(medians["ray, 2 actors"] / medians["local streaming"], 3),
-        "ray run on 64 sentences (start-up) s": round(statistics.median(startup), 1),
-    }
+    figures, medians = rate_figures(rates, size, model.precision)
+    figures["ratio ray 1 actor / local"] = round(medians["ray, 1 actor"] / medians["local streaming"], 3)
+    figures["ratio ray 2 actors / local"] = round(medians["ray, 2 actors"] / medians["local streaming"], 3)
+    figures["ray run on 64 sentences (start-up) s"] = round(statistics.median(startup), 1)
     # What one actor encodes once started: the figure to multiply by workers on a cluster.
     one_actor_seconds = size / medians["ray, 1 actor"] - figures["ray run on 64 sentences (start-up) s"]
     figures["ray 1 actor after start-up, sentences/s"] = round(size / max(one_actor_seconds, 1e-9), 1)
     print(f"ray: {figures}", flush=True)
     return figures
+
+
+def rate_figures(
+    rates: dict[str, list[float]], size: int, precision: str
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Per-repeat and median sentences/s of each runner, and the medians for ratios."""
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    figures = {
+        "sentences": size,
+        "precision": precision,
+        "repeats": len(next(iter(rates.values()))),
+        "rates": {name: [round(v, 1) for v in values] for name, values in rates.items()},
+        "median": {name: round(v, 1) for name, v in medians.items()},
+    }
+    return figures, medians
 
 
 def kill(args: argparse.Namespace, work: Path) -> dict[str, Any]:
