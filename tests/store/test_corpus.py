@@ -240,3 +240,18 @@ def test_output_is_checked_before_the_model_is_loaded(
     )
     assert "holds no sbert store" in capsys.readouterr().err
     assert (tmp_path / "photos" / "cat.jpg").read_bytes() == b"\xff\xd8"
+
+
+def test_any_pyarrow_filesystem(tmp_path: Path, tiny_encoder) -> None:  # type: ignore[no-untyped-def]
+    from pyarrow import fs as pafs
+
+    remote = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())  # not memory-mappable
+    texts = sentences(30)
+    store = encode_corpus(
+        tiny_encoder, texts, "bucket/vectors", filesystem=remote, shard_size=8, show_progress=False
+    )
+    assert (tmp_path / "bucket" / "vectors" / "manifest.json").exists()
+    again = EmbeddingStore.open("bucket/vectors", filesystem=remote)
+    np.testing.assert_array_equal(again.vectors([29, 3]), store.vectors([29, 3]))
+    assert again.texts([29]) == [texts[29]]
+    again.verify()
