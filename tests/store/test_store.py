@@ -43,7 +43,7 @@ def test_round_trip_in_batches_and_by_row(tmp_path: Path, vectors: np.ndarray, d
     assert store.identity.fingerprint == "f" * 64
     assert [(s.start, s.stop) for s in store.shards] == [(0, 10), (10, 20), (20, 23)]
     batches = list(store.iter_batches(batch_rows=7))
-    assert all(len(b.ids) <= 7 for b in batches)
+    assert all(len(b.ids) <= 7 and b.vectors.flags.writeable for b in batches)
     np.testing.assert_array_equal(np.concatenate([b.vectors for b in batches]), data)
     np.testing.assert_array_equal(np.concatenate([b.ids for b in batches]), np.arange(23))
     assert [b.start for b in batches][:3] == [0, 7, 10]

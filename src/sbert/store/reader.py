@@ -185,7 +185,9 @@ class EmbeddingStore:
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         values = column.flatten().to_numpy(zero_copy_only=False)  # flatten() honours a slice's offset
-        return values.reshape(len(column), self.dim)
+        # A writable array: callers normalise in place (faiss.normalize_L2) without a surprise.
+        matrix = values.reshape(len(column), self.dim)
+        return matrix if matrix.flags.writeable else matrix.copy()
 
     def _file(self, index: int) -> pq.ParquetFile:
         handle = self._files.get(index)
