@@ -84,6 +84,8 @@ def ray_chunks(
     manifest = writer.manifest
     chunk_rows = int(manifest["chunk_rows"])
     fmt, column, id_column = manifest["input"]["format"], manifest["input"]["column"], manifest["id_column"]
+    if "://" not in source:
+        source = os.path.abspath(source)  # Ray's workers do not share the driver's working directory
     dataset = read_dataset(source, fmt, "text" if fmt == "txt" else column, id_column)
     if writer.rows:
         dataset = dataset.split_at_indices([writer.rows])[1]  # resume: past the finished shards
