@@ -1,0 +1,159 @@
+"""Index kinds at 1M and 10M sentence vectors: build time, size, RSS, recall@10, latency, 2 threads.
+
+The vectors are real sentence embeddings or derived from them (``benchmarks/index_scale_data.py``
+says how: the ~190k distinct sentences of the shared data encoded with the bundled model; new
+vectors mix a real vector with one of its 10 nearest real neighbours, add noise, re-normalise).
+1,000 real sentences are held out as queries; the ground truth is the exact float32 top-10 over the
+corpus, computed in chunks. Every corpus lives in a ``.npy`` memory map and is streamed.
+
+For each kind: the index is built from the memory map with ``build_index`` (train on a sample,
+add shard by shard, rescoring file written as it goes), saved, then served by a fresh process
+(``serve``) that loads it as a user would and reports its resident memory (VmRSS after the queries,
+and the peak VmHWM), recall@10 against the ground truth, single-query latency p50/p99 over the
+1,000 queries (after 100 warm-up queries), and batched queries/s (all 1,000 at once), on 2 threads.
+Compressed kinds are measured at several ``nprobe`` / ``rescore_multiplier`` settings.
+
+    python benchmarks/index_scale_data.py                     # vectors, queries, ground truth
+    flock /tmp/sbert-heavy.lock python benchmarks/index_scale.py --size 1000000
+    flock /tmp/sbert-heavy.lock python benchmarks/index_scale.py --size 10000000 --kinds binary binary_ivf ivfpq
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+THREADS = 2
+# Query-time settings measured per kind: (nprobe or efSearch, rescore_multiplier).
+SETTINGS = {
+    "flat": [(0, 1)],
+    "hnsw": [(64, 1), (128, 1)],
+    "binary": [(0, 4), (0, 10)],
+    "binary_ivf": [(32, 10), (64, 10), (128, 10)],
+    "ivfpq": [(16, 4), (32, 4), (32, 10), (64, 10)],
+}
+
+
+def rss(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(field)
+
+
+def serve(index_dir: Path, cache: Path, truth_file: Path) -> dict:
+    """Load an index as a user would and measure it (run in a fresh process)."""
+    import faiss
+
+    from sbert.applications.index import VectorIndex
+    from sbert.applications.index.kinds import IVF_KINDS
+
+    faiss.omp_set_num_threads(THREADS)
+    sys.path.insert(0, str(Path(__file__).parent))
+    from index_scale_data import split_real
+
+    queries, _ = split_real(cache)
+    truth = np.load(truth_file, allow_pickle=False)
+    begin = time.perf_counter()
+    index = VectorIndex.load(index_dir)
+    out: dict = {"load_s": time.perf_counter() - begin, "rss_after_load": rss("VmRSS"), "settings": []}
+    for probe, multiplier in SETTINGS[index.kind]:
+        if index.kind in IVF_KINDS:
+            index.faiss_index.nprobe = probe
+        elif index.kind == "hnsw":
+            index.faiss_index.hnsw.efSearch = probe
+        index.params["rescore_multiplier"] = multiplier
+        for query in queries[:100]:
+            index.search(query, top_k=10)
+        latencies, found = [], []
+        for query in queries:
+            start = time.perf_counter()
+            hits = index.search(query, top_k=10)[0]
+            latencies.append(time.perf_counter() - start)
+            found.append({h.corpus_id for h in hits})
+        start = time.perf_counter()
+        index.search(queries, top_k=10)
+        batched = len(queries) / (time.perf_counter() - start)
+        recall = float(np.mean([len(f & set(t.tolist())) / 10 for f, t in zip(found, truth)]))
+        out["settings"].append(
+            {
+                "nprobe_or_ef": probe,
+                "rescore_multiplier": multiplier,
+                "recall_at_10": recall,
+                "p50_ms": 1000 * float(np.percentile(latencies, 50)),
+                "p99_ms": 1000 * float(np.percentile(latencies, 99)),
+                "batched_qps": batched,
+            }
+        )
+    out["rss_after_queries"], out["peak_rss"] = rss("VmRSS"), rss("VmHWM")
+    return out
+
+
+def build(kind: str, corpus_file: Path, output: Path) -> dict:
+    import faiss
+
+    from sbert.applications.index.building import ArraySource, build_index
+
+    faiss.omp_set_num_threads(THREADS)
+    corpus = np.load(corpus_file, mmap_mode="r", allow_pickle=False)
+    start = time.perf_counter()
+    index = build_index(ArraySource(corpus), output, kind=kind, rescore="int8", show_progress_bar=True)
+    seconds = time.perf_counter() - start
+    sizes = {p.name: p.stat().st_size for p in output.iterdir()}
+    return {"build_s": seconds, "files": sizes, "params": index.params, "build_peak_rss": rss("VmHWM")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="1000000", help="corpus size, or 'real' for the real-only set")
+    parser.add_argument("--kinds", nargs="+", default=list(SETTINGS))
+    parser.add_argument("--cache", type=Path, default=Path("/work/wt/cache/index_scale"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/index_scale.json"))
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--truth", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        print(json.dumps(serve(args.serve, args.cache, args.truth)))
+        return
+    corpus_file = args.cache / f"corpus-{args.size}.npy"
+    truth_file = args.cache / f"truth-corpus-{args.size}.npy"
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for kind in args.kinds:
+        output = args.cache / f"index-{args.size}-{kind}"
+        print(f"== {args.size} {kind}", file=sys.stderr)
+        # Each build runs in its own process, so one kind's memory does not weigh on the next.
+        built = subprocess.run(
+            [sys.executable, "-c", f"import json,sys; sys.path.insert(0, 'benchmarks'); import index_scale as b; "
+             f"from pathlib import Path; print(json.dumps(b.build({kind!r}, Path({str(corpus_file)!r}), "
+             f"Path({str(output)!r}))))"],
+            check=True, capture_output=True, text=True,
+        )
+        record = json.loads(built.stdout.strip().splitlines()[-1])
+        served = subprocess.run(
+            [sys.executable, __file__, "--serve", str(output), "--cache", str(args.cache), "--truth", str(truth_file)],
+            check=True, capture_output=True, text=True,
+        )
+        record.update(json.loads(served.stdout.strip().splitlines()[-1]))
+        record.update(
+            {
+                "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "machine": f"{platform.processor() or platform.machine()}, {THREADS} threads",
+                "command": " ".join(sys.argv),
+            }
+        )
+        results[f"{args.size}/{kind}"] = record
+        print(json.dumps(record), file=sys.stderr)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
