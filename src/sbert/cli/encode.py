@@ -1,67 +1,178 @@
-"""``sbert encode``: sentences from a file or stdin → a .npy matrix or JSONL."""
+"""``sbert encode``: sentences from a file or stdin → an embedding store (a directory), or for small
+outputs a .npy matrix or JSONL.
+
+Heavy packages (numpy, torch, pyarrow, ray) are imported inside :func:`run`, not here.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from sbert.cli.common import add_model_arguments, load_model
-from sbert.data.texts import TEXT_FORMATS, read_texts
-from sbert.files import atomic_path
+from sbert.data.texts import TEXT_FORMATS
+
+FILE_SUFFIXES = (".npy", ".jsonl", ".json")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "encode",
         help="embed sentences from a file or stdin",
-        description="Embed one sentence per input row; writes .npy (a matrix in input order) or JSONL.",
+        description="Embed one sentence per input row. A directory output (DIR/) is an embedding store: "
+        "Parquet shards and a manifest, streamed in bounded memory and resumable after a crash (run the "
+        "same command again). OUT.npy (a matrix in input order) and OUT.jsonl hold small outputs in memory.",
     )
-    parser.add_argument("input", help="text file (one sentence a line), .jsonl, .csv/.tsv, or - for stdin")
     parser.add_argument(
-        "--output", "-o", default=None, help="OUT.npy or OUT.jsonl (default: JSONL to stdout)"
+        "input", help="text file (one sentence a line), .jsonl, .csv/.tsv, .parquet, a URI, or - for stdin"
+    )
+    parser.add_argument(
+        "--output", "-o", default=None, help="DIR/ (a store), OUT.npy or OUT.jsonl (default: JSONL to stdout)"
     )
     parser.add_argument(
         "--format", choices=TEXT_FORMATS, default="auto", help="input format (default: by extension)"
     )
     parser.add_argument(
-        "--column", default="text", help="field holding the sentence in JSONL/CSV (default: text)"
+        "--column", default="text", help="field holding the sentence in JSONL/CSV/Parquet (default: text)"
     )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="cap on padded tokens per batch, to bound memory"
     )
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors")
+    parser.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="skip malformed input lines (counted) instead of stopping",
+    )
+    store = parser.add_argument_group("embedding store (a directory --output)")
+    store.add_argument(
+        "--shard-size", type=int, default=100_000, help="rows per Parquet shard (default 100000)"
+    )
+    store.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=10_000,
+        help="rows encoded (and length-sorted) together (default 10000)",
+    )
+    store.add_argument(
+        "--dtype",
+        choices=("float32", "float16", "int8"),
+        default="float32",
+        help="stored vector type; int8 ranges are calibrated on the first chunk (default float32)",
+    )
+    store.add_argument("--id-column", default=None, help="integer id field of JSONL/CSV/Parquet rows")
+    store.add_argument("--no-texts", action="store_true", help="do not store the texts")
+    store.add_argument("--overwrite", action="store_true", help="start again over an existing store")
+    store.add_argument("--engine", choices=("local", "ray"), default="local", help="local or Ray Data")
+    store.add_argument(
+        "--address", default=None, help="ray: cluster address (default: $RAY_ADDRESS or local)"
+    )
+    store.add_argument("--workers", type=int, default=None, help="ray: encoder actors (default: one per CPU)")
+    store.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_arguments(parser)
     parser.set_defaults(handler=run)
 
 
+def output_kind(output: str | None) -> str:
+    """``stdout``, ``npy``, ``jsonl`` or ``store``, checked before any work is done.
+
+    Raises:
+        ValueError: a file name with another extension.
+    """
+    if output is None:
+        return "stdout"
+    suffix = Path(output).suffix.lower()
+    if suffix in FILE_SUFFIXES and not output.endswith("/"):
+        return "npy" if suffix == ".npy" else "jsonl"
+    if output.endswith("/") or "://" in output or os.path.isdir(output) or not suffix:
+        return "store"
+    raise ValueError(f"--output {output}: use DIR/ (an embedding store), OUT.npy or OUT.jsonl")
+
+
+def check_writable(output: str) -> None:
+    """Fail now, not after the encode, when the output file's folder cannot be written."""
+    folder = Path(output).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(f"--output {output}: cannot write in {folder}")
+    if Path(output).is_dir():
+        raise IsADirectoryError(f"--output {output}: is a directory; an embedding store is written as DIR/")
+
+
 def run(args: argparse.Namespace) -> int:
-    texts = read_texts(args.input, args.format, args.column)
+    kind = output_kind(args.output)
+    if kind == "store":
+        return _run_store(args)
+    import numpy as np
+
+    from sbert.data.texts import read_texts
+    from sbert.files import atomic_path
+
+    if kind != "stdout":
+        check_writable(args.output)
+    texts = read_texts(args.input, args.format, args.column, skip_bad_lines=args.skip_bad_lines)
     model = load_model(args)
     vectors = model.encode(
         texts, batch_size=args.batch_size, max_tokens=args.max_tokens, normalize=args.normalize
     )
     assert isinstance(vectors, np.ndarray)
-    if args.output is None:
+    if kind == "stdout":
         _write_jsonl(sys.stdout, texts, vectors)
-    elif Path(args.output).suffix == ".npy":
-        with atomic_path(args.output) as tmp, tmp.open("wb") as handle:
-            np.save(handle, vectors)
-    elif Path(args.output).suffix in (".jsonl", ".json"):
-        with atomic_path(args.output) as tmp, tmp.open("w", encoding="utf-8") as handle:
-            _write_jsonl(handle, texts, vectors)
-    else:
-        raise ValueError(f"--output {args.output}: use a .npy or .jsonl file name")
-    if args.output:
-        print(f"wrote {len(texts)} embeddings of dimension {model.dim} to {args.output}", file=sys.stderr)
+        return 0
+    with atomic_path(args.output) as tmp:
+        if kind == "npy":
+            with tmp.open("wb") as handle:
+                np.save(handle, vectors)
+        else:
+            with tmp.open("w", encoding="utf-8") as handle:
+                _write_jsonl(handle, texts, vectors)
+    print(f"wrote {len(texts)} embeddings of dimension {model.dim} to {args.output}", file=sys.stderr)
     return 0
 
 
-def _write_jsonl(handle, texts: list[str], vectors: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+def _run_store(args: argparse.Namespace) -> int:
+    from sbert.store import encode_corpus
+    from sbert.store.manifest import resolve_location
+    from sbert.store.writer import existing_store
+
+    existing_store(*resolve_location(args.output))  # refuses a folder of other files before loading a model
+    model = load_model(args)
+    store = encode_corpus(
+        model,
+        args.input,
+        args.output,
+        fmt=args.format,
+        column=args.column,
+        id_column=args.id_column,
+        shard_size=args.shard_size,
+        chunk_rows=args.chunk_rows,
+        batch_size=args.batch_size,
+        max_tokens=args.max_tokens,
+        normalize=args.normalize,
+        dtype=args.dtype,
+        store_texts=not args.no_texts,
+        skip_bad_lines=args.skip_bad_lines,
+        overwrite=args.overwrite,
+        show_progress=not args.no_progress,
+        engine=args.engine,
+        address=args.address,
+        workers=args.workers,
+    )
+    skipped = store.manifest.get("skipped_lines", 0)
+    print(
+        f"wrote {len(store)} embeddings of dimension {store.dim} ({store.dtype}) in {len(store.shards)} "
+        f"shard(s) to {args.output}" + (f"; skipped {skipped} malformed line(s)" if skipped else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _write_jsonl(handle, texts: list[str], vectors) -> None:  # type: ignore[no-untyped-def]
     for index, (text, vector) in enumerate(zip(texts, vectors)):
         record = {"index": index, "text": text, "embedding": [round(float(x), 7) for x in vector]}
         handle.write(json.dumps(record, ensure_ascii=False) + "\n")

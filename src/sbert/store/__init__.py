@@ -5,8 +5,17 @@ Any Arrow tool reads the shards (columns ``id`` int64, ``text`` string, ``embedd
 of float32, float16 or int8); the manifest says which model made them and how.
 """
 
+from sbert.store.corpus import encode_corpus
 from sbert.store.manifest import ShardRecord, StoreError
 from sbert.store.reader import EmbeddingStore, StoreBatch
 from sbert.store.writer import StoreDiskFullError, StoreWriter
 
-__all__ = ["EmbeddingStore", "ShardRecord", "StoreBatch", "StoreDiskFullError", "StoreError", "StoreWriter"]
+__all__ = [
+    "EmbeddingStore",
+    "ShardRecord",
+    "StoreBatch",
+    "StoreDiskFullError",
+    "StoreError",
+    "StoreWriter",
+    "encode_corpus",
+]

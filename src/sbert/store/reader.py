@@ -61,6 +61,7 @@ class EmbeddingStore:
         self._starts = np.array([shard.start for shard in self.shards], dtype=np.int64)
         self._files: OrderedDict[int, pq.ParquetFile] = OrderedDict()
         self._groups: OrderedDict[tuple[int, int, str], pa.Array] = OrderedDict()
+        self._row_group_starts: dict[int, np.ndarray] = {}
         self._id_order: tuple[np.ndarray, np.ndarray] | None = None  # (sorted ids, their rows)
 
     @classmethod
@@ -209,20 +210,36 @@ class EmbeddingStore:
         if rows.min() < 0 or rows.max() >= len(self):
             bad = rows[(rows < 0) | (rows >= len(self))][0]
             raise IndexError(f"{self._where}: row {int(bad)} is outside 0..{len(self) - 1}")
-        group_size = int(self.manifest["row_group_size"])
         shard_of = np.searchsorted(self._starts, rows, side="right") - 1
-        group_of = (rows - self._starts[shard_of]) // group_size
+        local = rows - self._starts[shard_of]
+        group_of = np.zeros_like(rows)
+        group_start = np.zeros_like(rows)
+        for shard in np.unique(shard_of):
+            mine = shard_of == shard
+            starts = self._group_starts(int(shard))
+            group_of[mine] = np.searchsorted(starts, local[mine], side="right") - 1
+            group_start[mine] = starts[group_of[mine]]
         parts: list[np.ndarray] = []
         positions: list[np.ndarray] = []
         for key in np.unique(np.stack([shard_of, group_of], axis=1), axis=0):
             shard, group = int(key[0]), int(key[1])
             chosen = np.flatnonzero((shard_of == shard) & (group_of == group))
-            offsets = rows[chosen] - self._starts[shard] - group * group_size
+            offsets = local[chosen] - group_start[chosen]
             values = convert(self._group(shard, group, column))
             parts.append(values[offsets])
             positions.append(chosen)
         order = np.argsort(np.concatenate(positions), kind="stable")
         return np.concatenate(parts)[order]
+
+    def _group_starts(self, shard: int) -> np.ndarray:
+        """First row (within the shard) of each row group, from the Parquet footer."""
+        starts = self._row_group_starts.get(shard)
+        if starts is None:
+            metadata = self._file(shard).metadata
+            sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+            self._row_group_starts[shard] = starts
+        return starts
 
     def _group(self, shard: int, group: int, column: str) -> pa.Array:
         key = (shard, group, column)

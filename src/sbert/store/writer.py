@@ -67,10 +67,11 @@ def input_digest(ids: np.ndarray, texts: Sequence[str]) -> hashlib._Hash:
 
 
 def update_input_digest(digest: hashlib._Hash, ids: np.ndarray, texts: Sequence[str]) -> None:
-    digest.update(np.ascontiguousarray(ids, dtype="<i8").tobytes())
-    for text in texts:
+    """Row by row, so that the digest does not depend on how the rows were split into chunks."""
+    id_bytes = np.ascontiguousarray(ids, dtype="<i8").tobytes()
+    for row, text in enumerate(texts if texts else [""] * len(ids)):
         encoded = text.encode("utf-8", "surrogatepass")
-        digest.update(len(encoded).to_bytes(8, "little") + encoded)
+        digest.update(id_bytes[8 * row : 8 * row + 8] + len(encoded).to_bytes(8, "little") + encoded)
 
 
 class StoreWriter:
@@ -102,7 +103,7 @@ class StoreWriter:
         """
         fs, directory = resolve_location(path, filesystem)
         settings = {"row_group_size": DEFAULT_ROW_GROUP_SIZE, "texts": True, **settings}
-        existing = _existing_store(fs, directory)
+        existing = existing_store(fs, directory)
         if existing is not None and overwrite:
             _remove_store_files(fs, directory)
             existing = None
@@ -281,7 +282,12 @@ class _disk_full_guard:
             ) from error
 
 
-def _existing_store(fs: pafs.FileSystem, directory: str) -> dict[str, Any] | None:
+def existing_store(fs: pafs.FileSystem, directory: str) -> dict[str, Any] | None:
+    """The manifest of the store at ``directory``; ``None`` when there is nothing (or an empty folder).
+
+    Raises:
+        StoreError: the path holds something other than a store (which is never touched).
+    """
     info = fs.get_file_info(directory)
     if info.type == pafs.FileType.NotFound:
         return None
