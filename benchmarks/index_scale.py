@@ -215,6 +215,7 @@ def main() -> None:
             {
                 "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "machine": f"{platform.processor() or platform.machine()}, {THREADS} threads",
+                "load_average_1m": os.getloadavg()[0],
                 "command": " ".join(sys.argv),
             }
         )

@@ -1,7 +1,8 @@
 """Real and derived sentence vectors for ``benchmarks/index_scale.py``, written to disk in chunks.
 
-1. ``real``: every distinct sentence of the shared data (STSb, SICK, STS12-16, SNLI dev/test, the
-   SentEval transfer sets), encoded once with the bundled model (its default precision), unit length.
+1. ``real``: the distinct sentences of the shared data (STSb, SICK, STS12-16, SNLI dev/test, the
+   SentEval transfer sets), encoded once with the bundled model (its default precision), unit
+   length, in a seeded random order and in chunks (``--gather`` uses the chunks done so far).
    1,000 of them (seeded) are held out as queries; the rest are the real corpus.
 2. ``derived``: a corpus of N vectors = the real corpus, then new vectors each made from a random
    real vector ``a`` and one of its 10 nearest real neighbours ``b``:
@@ -26,6 +27,7 @@ QUERIES = 1000
 NEIGHBOURS = 10
 NOISE = 0.02
 CHUNK = 200_000
+REAL_CHUNK = 8192
 
 
 def distinct_sentences(data: Path) -> list[str]:
@@ -69,19 +71,41 @@ def distinct_sentences(data: Path) -> list[str]:
     return sorted(found)
 
 
-def prepare_real(data: Path, cache: Path) -> None:
+def prepare_real(data: Path, cache: Path, limit: int | None = None) -> None:
+    """Encode the sentences in a seeded random order, chunk by chunk (each chunk saved as it ends),
+    then gather the finished chunks into ``real.npy``: a run stopped early still leaves a real set,
+    the first chunks of the random order (``limit`` stops after that many sentences)."""
     from sbert import SentenceEncoder
 
     cache.mkdir(parents=True, exist_ok=True)
     if (cache / "real.npy").exists():
         return
     sentences = distinct_sentences(data)
+    order = np.random.default_rng(1).permutation(len(sentences))
     print(f"{len(sentences)} distinct sentences", file=sys.stderr)
     model = SentenceEncoder.from_pretrained()
-    start = time.perf_counter()
-    vectors = model.encode(sentences, batch_size=128, show_progress_bar=True, normalize=True)
-    print(f"encoded in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    np.save(cache / "real.tmp.npy", np.asarray(vectors, dtype=np.float32), allow_pickle=False)
+    parts = cache / "real-parts"
+    parts.mkdir(exist_ok=True)
+    total = len(sentences) if limit is None else min(limit, len(sentences))
+    for number, start in enumerate(range(0, total, REAL_CHUNK)):
+        part = parts / f"{number:04d}.npy"
+        if part.exists():
+            continue
+        chunk = [sentences[i] for i in order[start : min(start + REAL_CHUNK, total)]]
+        begin = time.perf_counter()
+        vectors = model.encode(chunk, batch_size=64, normalize=True)
+        np.save(parts / "partial.npy", np.asarray(vectors, dtype=np.float32), allow_pickle=False)
+        (parts / "partial.npy").rename(part)
+        print(
+            f"encoded {start + len(chunk):,}/{total:,} ({time.perf_counter() - begin:.0f} s)", file=sys.stderr
+        )
+    gather_real(cache)
+
+
+def gather_real(cache: Path) -> None:
+    """``real.npy`` from the finished chunks, in order."""
+    parts = sorted((cache / "real-parts").glob("[0-9]*.npy"))
+    np.save(cache / "real.tmp.npy", np.concatenate([np.load(p) for p in parts]), allow_pickle=False)
     (cache / "real.tmp.npy").rename(cache / "real.npy")
 
 
@@ -93,13 +117,20 @@ def split_real(cache: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def real_neighbours(corpus: np.ndarray) -> np.ndarray:
-    """(n, 10) positions of each real vector's nearest real vectors (itself excluded), exact."""
+    """(n, 10) positions of each real vector's near real vectors (itself excluded).
+
+    Found with an IVF index (1024 lists, 16 probed): near neighbours are all the mixing needs, and
+    an exact all-pairs pass over the real set costs minutes on two cores.
+    """
     import faiss
 
-    index = faiss.IndexFlatIP(corpus.shape[1])
+    quantizer = faiss.IndexFlatIP(corpus.shape[1])
+    index = faiss.IndexIVFFlat(quantizer, corpus.shape[1], 1024, faiss.METRIC_INNER_PRODUCT)
+    index.train(corpus[:: max(1, len(corpus) // 65536)])
     index.add(corpus)
+    index.nprobe = 16
     _, positions = index.search(corpus, NEIGHBOURS + 1)
-    return positions[:, 1:]
+    return np.where(positions[:, 1:] >= 0, positions[:, 1:], positions[:, :1])
 
 
 def prepare_corpus(cache: Path, size: int) -> Path:
@@ -159,8 +190,12 @@ if __name__ == "__main__":
     parser.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
     parser.add_argument("--cache", type=Path, default=Path("/work/wt/cache/index_scale"))
     parser.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 10_000_000])
+    parser.add_argument("--real-limit", type=int, default=None, help="encode only this many sentences")
+    parser.add_argument("--gather", action="store_true", help="use the chunks encoded so far")
     args = parser.parse_args()
-    prepare_real(args.data_dir, args.cache)
+    if args.gather:
+        gather_real(args.cache)
+    prepare_real(args.data_dir, args.cache, args.real_limit)
     _, real_corpus = split_real(args.cache)
     np.save(args.cache / "corpus-real.npy", real_corpus, allow_pickle=False)
     exact_top10(args.cache, args.cache / "corpus-real.npy")

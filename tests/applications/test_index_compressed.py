@@ -88,7 +88,9 @@ def test_cosine_indexes_use_inner_product_on_unit_vectors(kind: str) -> None:
 @pytest.mark.parametrize("kind", COMPRESSED_KINDS)
 def test_compressed_round_trip_memory_maps(kind: str, tmp_path: Path) -> None:
     vectors = clustered(n=1000)
-    index = VectorIndex.build(vectors, kind=kind, params=PARAMS.get(kind), texts=[f"s{i}" for i in range(1000)])
+    index = VectorIndex.build(
+        vectors, kind=kind, params=PARAMS.get(kind), texts=[f"s{i}" for i in range(1000)]
+    )
     index.save(tmp_path / "idx")
     loaded = VectorIndex.load(tmp_path / "idx")
     assert isinstance(loaded.rescore_vectors.codes, np.memmap)
@@ -145,3 +147,10 @@ def test_parse_bytes_names_bad_input() -> None:
     assert parse_bytes("1.5G") == 3 * 2**29
     with pytest.raises(ValueError, match="'lots'"):
         parse_bytes("lots")
+
+
+def test_a_loaded_compressed_index_refuses_to_grow(tmp_path: Path) -> None:
+    vectors = clustered(n=300)
+    VectorIndex.build(vectors, kind="binary").save(tmp_path / "idx")
+    with pytest.raises(ValueError, match="cannot grow"):
+        VectorIndex.load(tmp_path / "idx").add(vectors[:5])

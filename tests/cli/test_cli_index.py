@@ -35,7 +35,9 @@ def test_other_pooling_is_refused(tiny_model_dir: Path, corpus_file: Path, tmp_p
     from sbert.identity import ModelMismatchError
 
     with pytest.raises(ModelMismatchError, match="pooling 'mean' vs 'max'"):
-        VectorIndex.load(tmp_path / "idx", model=SentenceEncoder.from_pretrained(tiny_model_dir, pooling="max"))
+        VectorIndex.load(
+            tmp_path / "idx", model=SentenceEncoder.from_pretrained(tiny_model_dir, pooling="max")
+        )
 
 
 def test_relative_model_path_is_stored_resolved(
@@ -57,13 +59,17 @@ def test_relative_model_path_is_stored_resolved(
     assert "no such directory" in capsys.readouterr().err
 
 
-def test_build_from_store_looks_texts_up_in_it(tiny_encoder, tiny_model_dir: Path, tmp_path: Path, capsys) -> None:
+def test_build_from_store_looks_texts_up_in_it(
+    tiny_encoder, tiny_model_dir: Path, tmp_path: Path, capsys
+) -> None:
     from sbert.identity import model_identity
     from sbert.store import StoreWriter
 
     vectors = tiny_encoder.encode(SENTENCES * 50, normalize=True)  # (200, dim)
     settings = {"dim": vectors.shape[1], "dtype": "float32", "normalized": True, "id_column": "id"}
-    writer = StoreWriter.open(str(tmp_path / "store"), {**settings, "model": model_identity(tiny_encoder).to_dict()})
+    writer = StoreWriter.open(
+        str(tmp_path / "store"), {**settings, "model": model_identity(tiny_encoder).to_dict()}
+    )
     texts = [f"{s} #{i}" for i, s in enumerate(SENTENCES * 50)]
     for start in (0, 120):
         with writer.shard() as shard:

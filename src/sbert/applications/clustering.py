@@ -105,7 +105,9 @@ def kmeans(
             model.partial_fit(_unit(_checked(embeddings[start : start + batch_size])))
     labels = np.empty(count, dtype=np.int64)
     for start in range(0, count, batch_size):
-        labels[start : start + batch_size] = model.predict(_unit(_checked(embeddings[start : start + batch_size])))
+        labels[start : start + batch_size] = model.predict(
+            _unit(_checked(embeddings[start : start + batch_size]))
+        )
     return renumber(labels)
 
 
@@ -180,7 +182,9 @@ def community_detection_in_index(
             f"need 1 ≤ min_community_size ≤ max_community_size, got {min_community_size} and {max_community_size}"
         )
     if len(embeddings) != len(index):
-        raise ValueError(f"{len(embeddings)} vectors given for an index of {len(index)}: give its vectors in its order")
+        raise ValueError(
+            f"{len(embeddings)} vectors given for an index of {len(index)}: give its vectors in its order"
+        )
     candidates: list[list[int]] = []
     top_k = min(max_community_size, len(index))
     for start in range(0, len(index), batch_size):

@@ -28,8 +28,9 @@ HNSW_MAX = 5_000_000
 # Fewer inverted lists than 4·√n: k-means on 2 cores costs lists × sample × dim, and at 10M vectors
 # 4096 lists already scan only ~0.4% of the corpus per query at nprobe 16.
 MAX_NLIST = 4096
-# What a process holds besides the index: the Python interpreter, numpy and FAISS.
-BASE_BYTES = 150 * 2**20
+# What a process holds besides the index: Python, numpy, FAISS and PyTorch (sbert imports it),
+# measured as VmRSS after `from sbert.applications.index import VectorIndex`: 381 MiB.
+BASE_BYTES = 400 * 2**20
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def memory_bytes(kind: str, count: int, dim: int, params: dict[str, int] | None 
 
     Example:
         >>> round(memory_bytes("ivfpq", 40_000_000, 384) / 2**30, 2)  # GiB at 40M
-        2.54
+        2.78
     """
     params = {**default_params(kind, count, dim), **(params or {})}
     per_vector = {

@@ -166,8 +166,13 @@ class VectorIndex:
             raise ValueError(f"{len(new_ids)} ids given for {len(vectors)} vectors")
         if not self.faiss_index.is_trained:
             raise ValueError(f"this {self.kind} index is not trained; make it with VectorIndex.build")
-        if self.rescore_precision is not None and self.rescore_vectors is None:
-            raise ValueError("this index re-scores candidates but has no rescoring vectors; use build()")
+        if self.rescore_precision is not None and (
+            self.rescore_vectors is None or isinstance(self.rescore_vectors.codes, np.memmap)
+        ):
+            raise ValueError(
+                f"a saved {self.kind} index is served from memory maps and cannot grow: rebuild it with "
+                "the new vectors (build_index), or make it with VectorIndex.build"
+            )
         bar = tqdm(
             total=len(vectors), desc=f"Indexing ({self.kind})", unit="vec", disable=not show_progress_bar
         )
@@ -184,7 +189,7 @@ class VectorIndex:
         """Add prepared vectors to FAISS and, in memory, to the rescoring vectors (ids kept by the caller)."""
         self.faiss_index.add(self._codes(chunk))
         held = self.rescore_vectors
-        if held is not None and isinstance(held.codes, np.ndarray) and not isinstance(held.codes, np.memmap):
+        if held is not None:  # in memory (build); a streamed build writes its rescoring file itself
             more = RescoreVectors.in_memory(chunk, held.precision, held.ranges)
             held.codes = np.concatenate([held.codes, more.codes])
 
