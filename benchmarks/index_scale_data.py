@@ -109,6 +109,12 @@ def gather_real(cache: Path) -> None:
     (cache / "real.tmp.npy").rename(cache / "real.npy")
 
 
+def held_out_queries(cache: Path) -> np.ndarray:
+    """The (1000, dim) query vectors of :func:`split_real`, read without loading the real set."""
+    real = np.load(cache / "real.npy", mmap_mode="r", allow_pickle=False)
+    return np.asarray(real[np.random.default_rng(0).permutation(len(real))[:QUERIES]])
+
+
 def split_real(cache: Path) -> tuple[np.ndarray, np.ndarray]:
     """(queries (1000, dim), real corpus (n − 1000, dim)), the split seeded."""
     real = np.load(cache / "real.npy", allow_pickle=False)

@@ -157,11 +157,13 @@ def make_faiss_index(kind: str, dim: int, params: dict[str, int]) -> Any:
     if kind == "flat":
         return faiss.IndexFlatIP(dim)
     if kind == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, params["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = params["ef_construction"]
-        return index
+        graph = faiss.IndexHNSWFlat(dim, params["hnsw_m"], faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = params["ef_construction"]
+        return graph
     if kind == "binary":
         return faiss.IndexBinaryFlat(code_bits(dim))
+    quantizer: Any
+    index: Any
     if kind == "binary_ivf":
         quantizer = faiss.IndexBinaryFlat(code_bits(dim))
         index = faiss.IndexBinaryIVF(quantizer, code_bits(dim), params["nlist"])

@@ -240,6 +240,8 @@ class VectorIndex:
         if self.texts is None:
             from sbert.store import EmbeddingStore
 
+            if self.store_path is None:
+                return [None] * len(corpus_ids)
             return list(EmbeddingStore.open(self.store_path).texts(np.asarray(corpus_ids, dtype=np.int64)))
         found = []
         for corpus_id in corpus_ids:
