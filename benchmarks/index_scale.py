@@ -159,6 +159,31 @@ def store_build(corpus_file: Path, cache: Path, kind: str) -> dict:
     }
 
 
+def table(results: dict) -> str:
+    """The results as a markdown table, one row per (size, kind, setting)."""
+    lines = [
+        "| vectors | kind | nprobe / efSearch | rescore × | recall@10 | p50 ms | p99 ms | batched q/s "
+        "| RSS serving (peak) | index + rescore file on disk | build s | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for key, record in results.items():
+        if "settings" not in record:
+            continue
+        size, kind = key.split("/")
+        files = record["files"]
+        disk = (files.get("index.faiss", 0) + files.get("ids.npy", 0)) / 2**20
+        rescore = files.get("rescore.npy", 0) / 2**20
+        for setting in record["settings"]:
+            lines.append(
+                f"| {size} | {kind} | {setting['nprobe_or_ef'] or '-'} | {setting['rescore_multiplier']} "
+                f"| {setting['recall_at_10']:.3f} | {setting['p50_ms']:.2f} | {setting['p99_ms']:.2f} "
+                f"| {setting['batched_qps']:.0f} | {record['rss_after_queries'] / 2**20:.0f} MiB "
+                f"({record['peak_rss'] / 2**20:.0f}) | {disk:.0f} MiB + {rescore:.0f} MiB "
+                f"| {record['build_s']:.0f} | {record.get('load_average_1m', 0):.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="1000000", help="corpus size, or 'real' for the real-only set")
@@ -166,11 +191,15 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/work/wt/cache/index_scale"))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/index_scale.json"))
     parser.add_argument("--store-build", metavar="KIND", help="measure `sbert index build --store` instead")
+    parser.add_argument("--table", action="store_true", help="print the results file as a markdown table")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--truth", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         print(json.dumps(serve(args.serve, args.cache, args.truth)))
+        return
+    if args.table:
+        print(table(json.loads(args.out.read_text())))
         return
     corpus_file = args.cache / f"corpus-{args.size}.npy"
     truth_file = args.cache / f"truth-corpus-{args.size}.npy"
