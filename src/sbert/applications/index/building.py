@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import posixpath
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -78,7 +79,13 @@ class ArraySource:
 
 
 class StoreSource:
-    """An :class:`sbert.store.EmbeddingStore` as a :class:`VectorSource` (int8 rows dequantized)."""
+    """An :class:`sbert.store.EmbeddingStore` as a :class:`VectorSource` (int8 rows dequantized).
+
+    The shards are streamed with ordinary reads, not through the store's memory-mapped files: every
+    page of a memory map read once stays in the process's resident memory, so a pass over a 1M-vector
+    float32 store would count 1.5 GB against the build. The training sample is gathered during one
+    such pass (sorted positions), not by random access.
+    """
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -96,11 +103,24 @@ class StoreSource:
         return np.asarray(vectors, dtype=np.float32)
 
     def batches(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for batch in self.store.iter_batches(batch_rows=rows):
-            yield np.asarray(batch.ids, dtype=np.int64), self._floats(batch.vectors)
+        import pyarrow.parquet as pq
+
+        for shard in self.store.shards:
+            path = posixpath.join(self.store.directory, shard.file)
+            with self.store.filesystem.open_input_file(path) as handle:
+                parquet = pq.ParquetFile(handle)
+                for batch in parquet.iter_batches(batch_size=rows, columns=["id", "embedding"]):
+                    embedding = batch.column(1)
+                    flat = embedding.flatten().to_numpy(zero_copy_only=False)
+                    yield batch.column(0).to_numpy(), self._floats(flat.reshape(len(batch), self.dim))
 
     def sample(self, positions: np.ndarray) -> np.ndarray:
-        return self._floats(self.store.vectors(positions))
+        chunks, start = [], 0
+        for _, vectors in self.batches(65_536):
+            inside = positions[(positions >= start) & (positions < start + len(vectors))]
+            chunks.append(vectors[inside - start])
+            start += len(vectors)
+        return np.concatenate(chunks)
 
 
 def build_index(
