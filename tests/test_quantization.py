@@ -48,3 +48,12 @@ def test_binary_packs_signs() -> None:
 def test_unknown_precision_is_named(vectors: np.ndarray) -> None:
     with pytest.raises(ValueError, match="int4"):
         quantize_embeddings(vectors, "int4")
+
+
+def test_int8_codes_of_a_sentence_do_not_depend_on_its_batch(tiny_encoder) -> None:
+    sentences = ["a man plays guitar", "the dog runs", "a much longer sentence about the rocket in space"]
+    ranges = QuantizationRanges.from_vectors(tiny_encoder.encode(sentences * 3 + ["other words"]))
+    together = quantize_embeddings(tiny_encoder.encode(sentences), "int8", ranges)
+    for position, sentence in enumerate(sentences):
+        alone = quantize_embeddings(tiny_encoder.encode([sentence]), "int8", ranges)
+        np.testing.assert_array_equal(alone[0], together[position])

@@ -64,3 +64,46 @@ def test_bad_arguments() -> None:
         kmeans(vectors, n_clusters=0)
     with pytest.raises(ValueError, match="non-empty"):
         kmeans(np.empty((0, 3)), n_clusters=1)
+
+
+def inertia(vectors: np.ndarray, labels: np.ndarray) -> float:
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    centres = np.stack([unit[labels == label].mean(axis=0) for label in range(labels.max() + 1)])
+    return float(((unit - centres[labels]) ** 2).sum())
+
+
+def test_kmeans_beats_the_old_best_of_five_scipy_loop() -> None:
+    from scipy.cluster.vq import kmeans2
+
+    # Overlapping groups, where a few k-means++ starts land in different local minima.
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(8, 16))[rng.integers(0, 8, 60)] + 0.8 * rng.normal(size=(60, 16))
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    old = min(inertia(vectors, kmeans2(unit, 6, minit="++", seed=s)[1]) for s in range(5))
+    new = inertia(vectors, kmeans(vectors, n_clusters=6))
+    assert new < old - 1e-6
+
+
+def test_kmeans_in_mini_batches_on_a_memory_map(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sbert.applications.clustering as clustering
+
+    monkeypatch.setattr(clustering, "SMALL_KMEANS", 100)  # the large-corpus path, on a small corpus
+    vectors, truth = blobs(per_blob=400)
+    np.save(tmp_path / "v.npy", vectors)
+    labels = kmeans(np.load(tmp_path / "v.npy", mmap_mode="r"), n_clusters=3, batch_size=256)
+    assert same_partition(labels, truth)
+
+
+def test_community_detection_in_an_index_matches_the_exact_one() -> None:
+    pytest.importorskip("faiss")
+    from sbert.applications.clustering import community_detection_in_index
+    from sbert.applications.index import VectorIndex
+
+    vectors, _ = blobs(per_blob=12)
+    vectors = np.vstack([vectors, -np.ones((1, 8))]).astype(np.float32)
+    exact = community_detection(vectors, threshold=0.8, min_community_size=5)
+    index = VectorIndex.build(vectors, kind="flat", ids=np.arange(len(vectors)) + 100)
+    found = community_detection_in_index(index, vectors, threshold=0.8, min_community_size=5, batch_size=7)
+    assert sorted(sorted(c) for c in found) == sorted(sorted(m + 100 for m in c) for c in exact)
+    with pytest.raises(ValueError, match="in its order"):
+        community_detection_in_index(index, vectors[:5])

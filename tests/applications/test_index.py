@@ -48,9 +48,7 @@ def test_flat_search_equals_semantic_search() -> None:
 
 
 def test_auto_kind_by_size() -> None:
-    assert (
-        choose_kind(100_000) == "flat" and choose_kind(100_001) == "hnsw" and choose_kind(6_000_000) == "ivf"
-    )
+    assert [choose_kind(n).kind for n in (100_000, 100_001, 6_000_000)] == ["flat", "hnsw", "ivfpq"]
     assert VectorIndex.build(corpus(n=10)).kind == "flat"
 
 

@@ -7,16 +7,22 @@ similarity to a centre sentence is at least ``threshold``) and leaves the rest u
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.cluster.vq import kmeans2
 from scipy.spatial.distance import pdist
 
 from sbert.applications.search import as_numpy, top_k_rows
 from sbert.similarity import ArrayLike
 
+if TYPE_CHECKING:
+    from sbert.applications.index import VectorIndex
+
 LINKAGES = ("average", "complete", "single")
+SMALL_KMEANS = 50_000  # beyond this many vectors, k-means runs on mini-batches in bounded memory
+MINIBATCH_EPOCHS = 3
 
 
 def agglomerative(
@@ -62,26 +68,47 @@ def agglomerative(
     return renumber(labels)
 
 
-def kmeans(embeddings: ArrayLike, n_clusters: int, seed: int = 0, n_init: int = 5) -> np.ndarray:
-    """k-means on unit-length vectors (spherical in effect), best of ``n_init`` k-means++ starts.
+def kmeans(
+    embeddings: ArrayLike,
+    n_clusters: int,
+    seed: int = 0,
+    n_init: int = 10,
+    batch_size: int = 65_536,
+) -> np.ndarray:
+    """k-means on unit-length vectors (spherical in effect), with scikit-learn.
+
+    Up to :data:`SMALL_KMEANS` vectors: ``KMeans`` (Lloyd, best of ``n_init`` k-means++ starts).
+    Beyond: ``MiniBatchKMeans`` fed ``batch_size`` rows at a time for :data:`MINIBATCH_EPOCHS`
+    passes, then labels assigned chunk by chunk, so a memory-mapped ``.npy`` of millions of vectors
+    is never loaded whole (memory: one chunk plus the labels).
 
     Example:
         >>> vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
         >>> kmeans(vectors, n_clusters=2).tolist()
         [0, 0, 1, 1]
     """
-    vectors = _checked(embeddings)
-    if not 1 <= n_clusters <= len(vectors):
-        raise ValueError(f"n_clusters must be between 1 and {len(vectors)}, got {n_clusters}")
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    best_labels, best_inertia = None, np.inf
-    for attempt in range(n_init):
-        centroids, labels = kmeans2(vectors, n_clusters, minit="++", seed=seed + attempt)
-        inertia = float(((vectors - centroids[labels]) ** 2).sum())
-        if inertia < best_inertia:
-            best_labels, best_inertia = labels, inertia
-    assert best_labels is not None
-    return renumber(best_labels)
+    from sklearn.cluster import KMeans, MiniBatchKMeans
+
+    count = len(embeddings)
+    if count == 0 or np.ndim(embeddings) != 2:
+        raise ValueError(f"clustering needs a non-empty (n, dim) matrix, got shape {np.shape(embeddings)}")
+    if not 1 <= n_clusters <= count:
+        raise ValueError(f"n_clusters must be between 1 and {count}, got {n_clusters}")
+    if count <= SMALL_KMEANS:
+        vectors = _unit(_checked(embeddings))
+        labels = KMeans(n_clusters, n_init=n_init, random_state=seed).fit_predict(vectors)
+        return renumber(labels)
+    batch_size = max(batch_size, 3 * n_clusters)  # k-means++ starts on the first batch
+    model = MiniBatchKMeans(n_clusters, random_state=seed, batch_size=batch_size, n_init=3)
+    for _ in range(MINIBATCH_EPOCHS):
+        for start in range(0, count, batch_size):
+            model.partial_fit(_unit(_checked(embeddings[start : start + batch_size])))
+    labels = np.empty(count, dtype=np.int64)
+    for start in range(0, count, batch_size):
+        labels[start : start + batch_size] = model.predict(
+            _unit(_checked(embeddings[start : start + batch_size]))
+        )
+    return renumber(labels)
 
 
 def community_detection(
@@ -122,6 +149,56 @@ def community_detection(
             centre = start + row
             ordered = [centre, *(m for m in members[0].tolist() if m != centre)]
             candidates.append(ordered)
+    return _non_overlapping(candidates, min_community_size)
+
+
+def community_detection_in_index(
+    index: VectorIndex,
+    embeddings: ArrayLike,
+    threshold: float = 0.75,
+    min_community_size: int = 10,
+    max_community_size: int = 1000,
+    batch_size: int = 1024,
+) -> list[list[int]]:
+    """:func:`community_detection` over a vector index: each sentence's neighbours come from a search.
+
+    Cost grows with n × (one search), not n², and memory with one batch: the corpus vectors
+    (``embeddings``, in index order, e.g. a memory-mapped ``.npy``) are read ``batch_size`` rows at
+    a time. With an approximate index a community may miss a few members; a community is capped at
+    ``max_community_size`` members (the neighbours one search returns).
+
+    Returns:
+        Communities of corpus ids (as the index holds them), largest first; centre first.
+
+    Example:
+        >>> from sbert.applications.index import VectorIndex
+        >>> vectors = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]], dtype=np.float32)
+        >>> community_detection_in_index(VectorIndex.build(vectors, kind="flat"), vectors, 0.9, 2)
+        [[0, 1]]
+    """
+    threshold = check_threshold(threshold)
+    if min_community_size < 1 or max_community_size < min_community_size:
+        raise ValueError(
+            f"need 1 ≤ min_community_size ≤ max_community_size, got {min_community_size} and {max_community_size}"
+        )
+    if len(embeddings) != len(index):
+        raise ValueError(
+            f"{len(embeddings)} vectors given for an index of {len(index)}: give its vectors in its order"
+        )
+    candidates: list[list[int]] = []
+    top_k = min(max_community_size, len(index))
+    for start in range(0, len(index), batch_size):
+        rows = index.search(as_numpy(embeddings[start : start + batch_size]), top_k=top_k)
+        for offset, hits in enumerate(rows):
+            members = [h.corpus_id for h in hits if h.score >= threshold]
+            if len(members) >= min_community_size:
+                centre = int(index.ids[start + offset])
+                candidates.append([centre, *(m for m in members if m != centre)])
+    return _non_overlapping(candidates, min_community_size)
+
+
+def _non_overlapping(candidates: list[list[int]], min_community_size: int) -> list[list[int]]:
+    """Largest candidates first; a member goes to the first community that keeps it."""
     candidates.sort(key=len, reverse=True)  # stable: equal sizes keep the lower centre first
     taken: set[int] = set()
     communities = []
@@ -154,6 +231,10 @@ def labels_to_clusters(labels: np.ndarray) -> list[list[int]]:
         if len(labels)
         else []
     )
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 def _checked(embeddings: ArrayLike) -> np.ndarray:

@@ -1,30 +1,56 @@
-"""``sbert index build --corpus FILE --output DIR``: embed a corpus and save a FAISS index of it."""
+"""``sbert index build --corpus FILE | --store DIR --output DIR``: a FAISS index of a corpus or a store."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_model_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
+if TYPE_CHECKING:
+    from sbert.applications.index import VectorIndex
+    from sbert.encoder import SentenceEncoder
+    from sbert.identity import ModelIdentity
+
+KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.applications.index
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("index", help="build a vector index of a corpus (FAISS)")
+    parser = subparsers.add_parser("index", help="build a vector index of a corpus or a store (FAISS)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build",
-        help="embed a corpus file and save an index directory",
-        description="Embed one sentence per input row and save a FAISS index with the texts and a manifest.",
+        help="index a corpus file (embedded now) or an embedding store, into an index directory",
+        description="Index one sentence per input row (or every vector of a store) and save a FAISS "
+        "index with a manifest. From a store, memory stays bounded: the index trains on a sample, "
+        "adds the store shard by shard and looks texts up in the store.",
     )
-    build.add_argument("--corpus", required=True, help="text file (one sentence a line), .jsonl or .csv/.tsv")
+    source = build.add_mutually_exclusive_group(required=True)
+    source.add_argument("--corpus", help="text file (one sentence a line), .jsonl or .csv/.tsv")
+    source.add_argument("--store", help="embedding store directory (`sbert store`): no encoding needed")
     build.add_argument("--output", "-o", required=True, help="index directory to write (replaced atomically)")
     build.add_argument(
         "--kind",
-        choices=("auto", "flat", "hnsw", "ivf"),
+        choices=KINDS,
         default="auto",
-        help="flat (exact), hnsw or ivf; auto: flat up to 100k sentences, hnsw up to 5M, then ivf",
+        help="flat (exact), hnsw, ivf (float vectors in memory); binary (exact Hamming), binary_ivf, "
+        "ivfpq (compressed, candidates re-scored from disk); auto: by size and --max-memory, and says why",
+    )
+    build.add_argument(
+        "--max-memory",
+        default=None,
+        help="memory the index may take when searched, e.g. 8G (for --kind auto)",
+    )
+    build.add_argument(
+        "--rescore",
+        choices=("int8", "float16", "float32", "none"),
+        default="int8",
+        help="compressed kinds: precision of the on-disk vectors that re-rank candidates (default int8; "
+        "float32 gives exact scores)",
     )
     add_text_arguments(build)
     build.add_argument("--batch-size", type=int, default=32)
@@ -42,23 +68,78 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sbert.applications.index import VectorIndex
+    from sbert.applications.index import VectorIndex, parse_bytes
     from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 
     start = time.perf_counter()
-    texts = read_texts(args.corpus, args.format, args.column)
-    if not texts:
-        raise ValueError(f"{args.corpus}: no sentences to index")
-    model = load_model(args)
-    long_input = len(texts) >= PROGRESS_BAR_MIN_SENTENCES  # a bar for 21 sentences is noise
-    vectors = model.encode(texts, batch_size=args.batch_size, show_progress_bar=long_input)
-    index = VectorIndex.build(
-        vectors, texts=texts, kind=args.kind, model_name=model.name, show_progress_bar=long_input
-    )
-    index.save(args.output)
+    max_memory = parse_bytes(args.max_memory) if args.max_memory else None
+    rescore = None if args.rescore == "none" else args.rescore
+    if args.store:
+        index = _build_from_store(args, max_memory, rescore)
+        what = f"{len(index)} vectors of store {args.store}"
+    else:
+        texts = read_texts(args.corpus, args.format, args.column)
+        if not texts:
+            raise ValueError(f"{args.corpus}: no sentences to index")
+        model = load_model(args)
+        vectors = model.encode(
+            texts, batch_size=args.batch_size, show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+        )
+        index = VectorIndex.build(
+            vectors,
+            texts=texts,
+            kind=args.kind,
+            identity=resolved_identity(model, args.model),
+            show_progress_bar=len(texts) >= 100_000,
+            rescore=rescore,
+            max_memory=max_memory,
+        )
+        index.save(args.output)
+        what = f"{len(index)} sentences"
+    if index.choice:
+        print(f"kind auto: {index.choice}", file=sys.stderr)
     print(
-        f"indexed {len(index)} sentences ({index.kind}, {index.dim}-d, model {model.name}) into {args.output} "
+        f"indexed {what} ({index.kind}, {index.dim}-d, model {index.model_name}) into {args.output} "
         f"in {time.perf_counter() - start:.1f} s",
         file=sys.stderr,
     )
     return 0
+
+
+def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore: str | None) -> VectorIndex:
+    from sbert.applications.index.building import StoreSource, build_index
+    from sbert.store import EmbeddingStore
+
+    store = EmbeddingStore.open(args.store)
+    if args.model is not None or args.pooling is not None:
+        from sbert.identity import check_same_model
+
+        check_same_model(store.identity, load_model(args), f"{args.store}")
+    return build_index(
+        StoreSource(store),
+        args.output,
+        kind=args.kind,
+        metric="cosine",
+        identity=store.identity,
+        rescore=rescore,
+        max_memory=max_memory,
+        store_path=args.store,
+        show_progress_bar=True,
+    )
+
+
+def resolved_identity(model: SentenceEncoder, name: str | None) -> ModelIdentity:
+    """The model's identity with the absolute directory its weights came from.
+
+    A search then loads exactly that directory, never re-resolving a relative name (which another
+    working directory could turn into a hub id).
+    """
+    import dataclasses
+
+    from sbert.hub import resolve_model_path
+    from sbert.identity import model_identity
+
+    identity = model_identity(model)
+    if identity.source is None:
+        identity = dataclasses.replace(identity, source=str(Path(resolve_model_path(name)).resolve()))
+    return identity

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_model_arguments, load_model
+
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
@@ -38,14 +41,13 @@ def run(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     if args.index:
-        from sbert.applications.index import MANIFEST_FILE, VectorIndex, read_manifest
+        from sbert.applications.index import VectorIndex
 
-        if args.model is None:  # the index knows its model
-            args.model = read_manifest(Path(args.index) / MANIFEST_FILE)["model"]
-        model = load_model(args)
+        model = load_model_of_index(args)
         index = VectorIndex.load(args.index, model=model)
         results = index.search(model.encode(args.queries), top_k=args.top_k)
-        texts = {int(i): t for i, t in zip(index.ids, index.texts)}
+        found = sorted({hit.corpus_id for hits in results for hit in hits})
+        texts = dict(zip(found, index.texts_of(found)))
     else:
         corpus = read_texts(args.corpus, args.format, args.column)
         model = load_model(args)
@@ -55,6 +57,27 @@ def run(args: argparse.Namespace) -> int:
     for query, hits in zip(args.queries, results):
         print_hits(query, hits, texts, args.json)
     return 0
+
+
+def load_model_of_index(args: argparse.Namespace) -> SentenceEncoder:
+    """The model that made the index: ``--model``, else the absolute directory its manifest records.
+
+    A recorded directory is used as it is, never re-resolved as a name (a relative name read from
+    another working directory could be taken for a hub id); a directory that is gone is an error.
+    """
+    from sbert.applications.index import MANIFEST_FILE, read_manifest
+    from sbert.errors import ModelLoadError
+
+    if args.model is None:
+        manifest = read_manifest(Path(args.index) / MANIFEST_FILE)
+        source = (manifest.get("identity") or {}).get("source")
+        if source is not None and not Path(source).is_dir():
+            raise ModelLoadError(
+                f"{Path(args.index) / MANIFEST_FILE}: the index was built with the model in {source}: "
+                "no such directory; pass --model with that model"
+            )
+        args.model = source or manifest["model"]
+    return load_model(args)
 
 
 def print_hits(query: str, hits: list[Hit], texts: dict[int, str | None], as_json: bool) -> None:

@@ -1,0 +1,48 @@
+"""Vector indexes on FAISS, from exact search in memory to compressed indexes of tens of millions.
+
+- :mod:`~sbert.applications.index.kinds`: the kinds, their memory formulas and ``kind="auto"``;
+- :mod:`~sbert.applications.index.vector_index`: :class:`VectorIndex` (build, search, save, load);
+- :mod:`~sbert.applications.index.building`: building from an embedding store in bounded memory;
+- :mod:`~sbert.applications.index.files`: the directory's files and their checks.
+"""
+
+from sbert.applications.index.files import (
+    CORPUS_FILE,
+    FAISS_FILE,
+    IDS_FILE,
+    MANIFEST_FILE,
+    RESCORE_FILE,
+    IndexLoadError,
+    read_manifest,
+)
+from sbert.applications.index.kinds import (
+    COMPRESSED_KINDS,
+    INDEX_KINDS,
+    Choice,
+    choose_kind,
+    default_params,
+    memory_bytes,
+    parse_bytes,
+)
+from sbert.applications.index.recall import recall_at_k
+from sbert.applications.index.vector_index import METRICS, VectorIndex
+
+__all__ = [
+    "COMPRESSED_KINDS",
+    "CORPUS_FILE",
+    "FAISS_FILE",
+    "IDS_FILE",
+    "INDEX_KINDS",
+    "MANIFEST_FILE",
+    "METRICS",
+    "RESCORE_FILE",
+    "Choice",
+    "IndexLoadError",
+    "VectorIndex",
+    "choose_kind",
+    "default_params",
+    "memory_bytes",
+    "parse_bytes",
+    "read_manifest",
+    "recall_at_k",
+]
