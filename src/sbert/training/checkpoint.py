@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
+from sbert.files import staging_dir
 from sbert.model_io import replace_dir
 
 STATE_FILE = "state.json"
@@ -33,7 +33,7 @@ def save_checkpoint(
 ) -> None:
     """Write everything a run needs to continue exactly where it stands."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    staging = staging_dir(folder)
     try:
         save_model(objective, str(staging / "objective.safetensors"))
         torch.save(optimizer.state_dict(), staging / "optimizer.pt")

@@ -27,7 +27,6 @@ import math
 import os
 import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -41,6 +40,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from sbert.files import staging_dir
 from sbert.model_io import replace_dir
 from sbert.training.autocast import training_autocast
 from sbert.training.batches import batches_per_epoch, epoch_batches
@@ -310,7 +310,7 @@ class Trainer:
         """
         self._check_weights()
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".model.", dir=self.output_dir))
+        staging = staging_dir(self.output_dir / "model")
         try:
             model: Any = self.objective.model
             model.save(staging / "model")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import posixpath
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +30,7 @@ from sbert.applications.index.files import IDS_FILE, RESCORE_FILE
 from sbert.applications.index.kinds import choose_kind
 from sbert.applications.index.vector_index import VectorIndex
 from sbert.applications.rescoring import RescoreWriter
+from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
 from sbert.quantization import QuantizationRanges, dequantize_embeddings
 
@@ -169,7 +169,7 @@ def build_index(
         sample /= np.maximum(np.linalg.norm(sample, axis=1, keepdims=True), 1e-12)
     index.train(sample)
     output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    staging = staging_dir(output)
     try:
         ids = np.lib.format.open_memmap(staging / IDS_FILE, mode="w+", dtype=np.int64, shape=(count,))
         writer = None
