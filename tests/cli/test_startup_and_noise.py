@@ -96,7 +96,9 @@ def test_index_build_shows_only_sbert_messages(tiny_model_dir: Path, tmp_path: P
     pytest.importorskip("faiss")
     err = _index_build(tiny_model_dir, tmp_path)
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("indexed 21 sentences"), err
+    # sbert's own two lines (what kind=auto chose, what was indexed); no FAISS loader lines, no bar.
+    assert len(lines) == 2, err
+    assert lines[0].startswith("kind auto: chose flat") and lines[1].startswith("indexed 21 sentences"), err
     verbose = _index_build(tiny_model_dir, tmp_path, "-v")
     assert "faiss" in verbose.lower() and "indexed 21 sentences" in verbose  # asked for: others' too
 
