@@ -113,10 +113,15 @@ def check_same_model(stored: ModelIdentity, model: Any, where: str) -> None:
     )
 
 
-def _fingerprint(model: Any, pipeline: dict[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(pipeline, sort_keys=True).encode("utf-8"))
-    for name, tensor in model.state_dict().items():
+def hash_weights(digest: Any, module: Any) -> None:
+    """Feed every weight of ``module`` (name, dtype, shape and bytes) into a hashlib ``digest``."""
+    for name, tensor in module.state_dict().items():
         flat = tensor.detach().cpu().contiguous().reshape(-1)
         digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(flat.view(torch.uint8).numpy().tobytes())
+
+
+def _fingerprint(model: Any, pipeline: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(pipeline, sort_keys=True).encode("utf-8"))
+    hash_weights(digest, model)
     return digest.hexdigest()

@@ -24,10 +24,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 from sbert.files import replace_dir, staging_dir
+from sbert.identity import hash_weights
 
 logger = logging.getLogger("sbert")
 
@@ -57,10 +57,7 @@ def fingerprint(module: nn.Module, recipe: dict[str, Any]) -> str:
     digest = hashlib.sha256()
     described = {"recipe": recipe, "module": repr(module), "versions": _versions()}
     digest.update(json.dumps(described, sort_keys=True).encode("utf-8"))
-    for name, tensor in module.state_dict().items():
-        flat = tensor.detach().cpu().contiguous().reshape(-1)
-        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    hash_weights(digest, module)
     return digest.hexdigest()
 
 
