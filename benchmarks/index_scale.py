@@ -44,7 +44,7 @@ SETTINGS = {
     "hnsw": [(64, 1), (128, 1)],
     "binary": [(0, 4), (0, 10), (0, 20)],
     "binary_ivf": [(64, 10), (128, 10), (256, 10)],
-    "ivfpq": [(16, 4), (32, 10), (64, 10), (128, 10), (256, 10)],
+    "ivfpq": [(64, 20), (64, 40), (128, 40), (128, 80), (256, 80)],
 }
 
 
@@ -105,6 +105,24 @@ def serve(index_dir: Path, cache: Path, truth_file: Path) -> dict:
         )
     out["rss_after_queries"], out["peak_rss"] = rss("VmRSS"), rss("VmHWM")
     return out
+
+
+def build_in_child(kind: str, corpus_file: Path, output: Path) -> dict:
+    """:func:`build` in its own process, so one kind's memory does not weigh on the next."""
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import json,sys; sys.path.insert(0, 'benchmarks'); import index_scale as b; "
+            f"from pathlib import Path; print(json.dumps(b.build({kind!r}, Path({str(corpus_file)!r}), "
+            f"Path({str(output)!r}))))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
+    return json.loads(built.stdout.strip().splitlines()[-1])
 
 
 def build(kind: str, corpus_file: Path, output: Path) -> dict:
@@ -192,6 +210,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/index_scale.json"))
     parser.add_argument("--store-build", metavar="KIND", help="measure `sbert index build --store` instead")
     parser.add_argument("--table", action="store_true", help="print the results file as a markdown table")
+    parser.add_argument(
+        "--no-build",
+        action="store_true",
+        help="serve the index built by an earlier run (its build figures kept)",
+    )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--truth", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -214,21 +237,11 @@ def main() -> None:
     for kind in args.kinds:
         output = args.cache / f"index-{args.size}-{kind}"
         print(f"== {args.size} {kind}", file=sys.stderr)
-        # Each build runs in its own process, so one kind's memory does not weigh on the next.
-        built = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                f"import json,sys; sys.path.insert(0, 'benchmarks'); import index_scale as b; "
-                f"from pathlib import Path; print(json.dumps(b.build({kind!r}, Path({str(corpus_file)!r}), "
-                f"Path({str(output)!r}))))",
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=ENV,
-        )
-        record = json.loads(built.stdout.strip().splitlines()[-1])
+        if args.no_build:
+            built_before = results[f"{args.size}/{kind}"]
+            record = {key: built_before[key] for key in ("build_s", "files", "params", "build_peak_rss")}
+        else:
+            record = build_in_child(kind, corpus_file, output)
         served = subprocess.run(
             [
                 sys.executable,

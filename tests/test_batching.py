@@ -1,3 +1,5 @@
+import itertools
+
 import numpy as np
 import pytest
 
@@ -24,3 +26,40 @@ def test_empty_and_bad_sizes() -> None:
     assert length_sorted_batches([], batch_size=4) == []
     with pytest.raises(ValueError, match="batch_size"):
         length_sorted_batches([1], batch_size=0)
+
+
+def _cost(lengths: list[int], batches: list[np.ndarray], per_batch: int) -> int:
+    return sum(per_batch + len(batch) * max(lengths[i] for i in batch) for batch in batches)
+
+
+def test_batch_cost_cuts_are_the_cheapest_split() -> None:
+    """Against every split of the sorted lengths into contiguous batches (brute force on 9 items)."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        lengths = rng.integers(3, 60, 9).tolist()
+        batches = length_sorted_batches(lengths, batch_size=4, batch_cost_tokens=16)
+        assert sorted(np.concatenate(batches).tolist()) == list(range(9))
+        assert all(len(batch) <= 4 for batch in batches)
+        order = sorted(range(9), key=lambda i: -lengths[i])
+        best = min(
+            _cost(lengths, [np.array(order[a:b]) for a, b in itertools.pairwise(cuts)], 16)
+            for mask in range(2**8)
+            for cuts in [[0, *[i + 1 for i in range(8) if mask >> i & 1], 9]]
+            if all(b - a <= 4 for a, b in itertools.pairwise(cuts))
+        )
+        assert _cost(lengths, batches, 16) == best
+
+
+def test_batch_cost_cuts_pad_less_than_fixed_batches() -> None:
+    lengths = [40, 38, 12, 11, 11, 10, 9, 9, 8, 8, 7, 6, 6, 5, 5, 4]
+    fixed = length_sorted_batches(lengths, batch_size=8)
+    cheapest = length_sorted_batches(lengths, batch_size=8, batch_cost_tokens=16)
+    assert _cost(lengths, cheapest, 16) < _cost(lengths, fixed, 16)
+    assert [len(b) for b in cheapest] == [2, 6, 8]  # the two long ones apart, not padding six others
+
+
+def test_batch_cost_cuts_respect_max_tokens() -> None:
+    lengths = [300, 40, 40, 40, 40, 5, 5]
+    batches = length_sorted_batches(lengths, batch_size=8, max_tokens=100, batch_cost_tokens=16)
+    assert all(len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 100 for b in batches)
+    assert [0] in [b.tolist() for b in batches]  # longer than the cap: a batch of its own

@@ -200,14 +200,21 @@ def test_token_budget_changes_batches_not_vectors(
     expected = tiny_encoder.encode(SENTENCES)
     sizes: list[int] = []
 
-    def spied(lengths: list[int], batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
-        batches = length_sorted_batches(lengths, batch_size, max_tokens)
+    def spied(
+        lengths: list[int], batch_size: int, max_tokens: int | None = None, cost: int | None = None
+    ) -> list[np.ndarray]:
+        batches = length_sorted_batches(lengths, batch_size, max_tokens, cost)
         sizes.extend(len(batch) for batch in batches)
         return batches
 
     monkeypatch.setattr(encoder_module, "length_sorted_batches", spied)
     np.testing.assert_allclose(tiny_encoder.encode(SENTENCES, max_tokens=6), expected, atol=1e-5, rtol=0)
     assert sizes and max(sizes) == 1  # 6 padded tokens hold one of these sentences at a time
+    sizes.clear()
+    np.testing.assert_allclose(
+        tiny_encoder.encode(SENTENCES, batch_cost_tokens=1), expected, atol=1e-5, rtol=0
+    )
+    assert sizes and len(sizes) > 1  # cut where padding costs more than another pass
     with pytest.raises(ValueError, match="max_tokens must be at least 1, got 0"):
         tiny_encoder.encode(SENTENCES, max_tokens=0)
 

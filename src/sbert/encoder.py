@@ -191,6 +191,7 @@ class SentenceEncoder(nn.Module):
         show_progress_bar: bool | None = None,
         precision: str | None = None,
         max_tokens: int | None = None,
+        batch_cost_tokens: int | None = None,
     ) -> np.ndarray | Tensor:
         """Embed sentences; the output keeps the input order.
 
@@ -206,6 +207,10 @@ class SentenceEncoder(nn.Module):
             precision: Overrides the model's precision for this call (see :meth:`from_pretrained`).
             max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
                 ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
+            batch_cost_tokens: What one forward pass costs beyond its padded tokens, in tokens:
+                batches are then cut to minimise padded tokens plus this per batch (helps many
+                small calls of mixed lengths on a CPU, where 24 fits; ``sbert serve`` uses it).
+                ``None``: batches of ``batch_size``.
 
         Raises:
             TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
@@ -215,8 +220,9 @@ class SentenceEncoder(nn.Module):
         """
         # Every check before an engine is compiled or calibrated: bad input fails at once.
         _check_count("batch_size", batch_size)
-        if max_tokens is not None:
-            _check_count("max_tokens", max_tokens)
+        for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
+            if value is not None:
+                _check_count(name, value)
         run_precision = resolve_precision(
             self.requested_precision if precision is None else precision, self.device, self.requested_backend
         )
@@ -236,12 +242,13 @@ class SentenceEncoder(nn.Module):
                     len(texts),
                     self.max_seq_length,
                 )
-            batches = length_sorted_batches(tokenized.lengths, batch_size, max_tokens)
+            batches = length_sorted_batches(tokenized.lengths, batch_size, max_tokens, batch_cost_tokens)
             if show_progress_bar is None:
                 show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
             progress = tqdm(total=len(batches), desc="Encoding", unit="batch", disable=not show_progress_bar)
             was_training = self.training
-            self.eval()
+            if was_training:  # eval() walks every module: a millisecond on each small call
+                self.eval()
             try:
                 if engine is not None:
                     pooled = engine.embed(tokenized.ids, batches, on_batch=lambda: progress.update())
@@ -257,7 +264,8 @@ class SentenceEncoder(nn.Module):
                             progress.update()
             finally:
                 progress.close()
-                self.train(was_training)
+                if was_training:
+                    self.train()
         if normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result = embeddings[0] if single else embeddings

@@ -2,9 +2,11 @@
 
 A binary or product-quantized index finds candidates fast in little memory, but its scores are
 coarse. The rescoring file holds every vector (in index order) as ``float32``, ``float16`` or
-``int8`` codes; it is written shard by shard while the index is built and memory-mapped when it is
-searched, so only the candidates' rows are read. The final score of a (query, document) pair is the
-query's dot product with the stored vector: exactly the float32 score for ``float32``, within about
+``int8`` codes; it is written shard by shard while the index is built, and when it is searched only
+the candidates' rows are read, with ``pread``: the kernel's page cache keeps what it can, but no
+page of the file is mapped into the process (through a memory map, every row a query ever touched
+counted in its resident memory: 4.5 GiB after 7,000 queries of a 10M-vector index). The final
+score of a (query, document) pair is the query's dot product with the stored vector: exactly the float32 score for ``float32``, within about
 1e-3 for ``float16`` and about 1e-2 for ``int8`` (``query · dequantize(code)``).
 
 Example:
@@ -17,7 +19,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -41,6 +45,7 @@ class RescoreVectors:
         if precision == "int8" and ranges is None:
             raise ValueError("int8 rescoring needs the calibration ranges the codes were made with")
         self.codes, self.precision, self.ranges = codes, precision, ranges
+        self._file: BinaryIO | None = None  # a file opened by :meth:`open`, read with pread
 
     @classmethod
     def in_memory(
@@ -62,7 +67,9 @@ class RescoreVectors:
             raise ValueError(
                 f"{path}: holds {codes.dtype} of shape {codes.shape}, expected {expected} of shape {(count, dim)}"
             )
-        return cls(codes, precision, ranges)
+        vectors = cls(codes, precision, ranges)
+        vectors._file = path.open("rb", buffering=0)  # open as long as the index is
+        return vectors
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -71,10 +78,36 @@ class RescoreVectors:
         """Float32 vectors (len(positions), dim) of the given rows, read in ascending order."""
         order = np.argsort(positions)
         block = np.empty((len(positions), self.codes.shape[1]), dtype=self.codes.dtype)
-        block[order] = self.codes[positions[order]]  # sorted reads touch the file front to back
+        block[order] = self._codes(positions[order])  # sorted reads go through the file front to back
         if self.precision == "int8":
             return dequantize_embeddings(block, "int8", self.ranges)
         return block.astype(np.float32, copy=False)
+
+    def scores(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """``query · vector`` of each row of ``positions`` (ascending), as with :meth:`rows`.
+
+        int8 skips dequantizing: with ``vector = minimum + (code + 128) · step``, the score is
+        ``codes @ (query · step)`` plus a term of the query alone (a third of the time at 400 rows).
+        """
+        query = query.astype(np.float32)
+        if self.precision != "int8" or self.ranges is None:
+            return self._codes(positions).astype(np.float32, copy=False) @ query
+        weights = query * self.ranges.step  # (dim,)
+        offset = float(query @ self.ranges.minimum) + 128.0 * float(weights.sum())
+        return self._codes(positions).astype(np.float32) @ weights + np.float32(offset)
+
+    def _codes(self, positions: np.ndarray) -> np.ndarray:
+        return self._read(positions) if self._file is not None else self.codes[positions]
+
+    def _read(self, positions: np.ndarray) -> np.ndarray:
+        """Rows of the file by ``pread``, one call a row (candidates are rarely neighbours)."""
+        assert self._file is not None and isinstance(self.codes, np.memmap)
+        out = np.empty((len(positions), self.codes.shape[1]), dtype=self.codes.dtype)
+        row_bytes = out.shape[1] * out.itemsize
+        buffer, fd, start = out.data.cast("B"), self._file.fileno(), self.codes.offset
+        for i, position in enumerate(positions.tolist()):
+            os.preadv(fd, [buffer[i * row_bytes : (i + 1) * row_bytes]], start + position * row_bytes)
+        return out
 
 
 def encode_rows(vectors: np.ndarray, precision: str, ranges: QuantizationRanges | None) -> np.ndarray:
@@ -121,9 +154,9 @@ def rescore(
     Returns:
         Positions and their scores, best first (fewer than ``top_k`` when there are fewer candidates).
     """
-    positions = np.unique(candidates[candidates >= 0])  # FAISS pads short lists with -1
+    positions = np.unique(candidates[candidates >= 0])  # FAISS pads short lists with -1; sorted
     if len(positions) == 0:
         return [], []
-    scores = vectors.rows(positions) @ query.astype(np.float32)  # (c,)
+    scores = vectors.scores(positions, query)  # (c,)
     best = np.argsort(-scores, kind="stable")[:top_k]
     return positions[best].tolist(), scores[best].tolist()

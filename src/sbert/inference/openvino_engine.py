@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sbert.batching import length_sorted_batches
+from sbert.batching import BATCH_COST_TOKENS, length_sorted_batches
 from sbert.inference import graph_cache
 from sbert.inference.fast_bert import parameter_version
 from sbert.inference.openvino_runtime import host_logging_kept, import_openvino
@@ -247,15 +247,19 @@ class OpenVinoEngine:
     ) -> Tensor:
         """Pooled vectors (n, hidden), float32, in the order of ``ids``.
 
-        Batches run concurrently, one per inference stream, handed out in turn; ``on_batch`` is
-        called as each is queued. No Python callback runs on OpenVINO's threads: with
+        Batches run concurrently, one per inference stream: each goes to the stream with the least
+        work queued so far (padded tokens plus :data:`~sbert.batching.BATCH_COST_TOKENS` a batch),
+        so that a few batches of unequal size do not leave one core idle; ``on_batch`` is called as
+        each is queued. No Python callback runs on OpenVINO's threads: with
         ``AsyncInferQueue`` callbacks, releasing the queue could deadlock on the GIL.
         """
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         rows: list[np.ndarray | None] = [None] * len(self.requests)  # what each request is computing
+        loads = [0] * len(self.requests)  # padded tokens handed to each request so far
         with _keep_signal_stack():
-            for number, batch in enumerate(batches):
-                slot = number % len(self.requests)
+            for batch in batches:
+                slot = loads.index(min(loads))
+                loads[slot] += BATCH_COST_TOKENS + len(batch) * max(len(ids[i]) for i in batch)
                 self._collect(slot, rows[slot], out)
                 self.requests[slot].start_async(self._feeds([ids[i] for i in batch]))
                 rows[slot] = batch
