@@ -11,7 +11,8 @@ from typing import Any
 
 from sbert.evaluation import paper
 from sbert.files import atomic_path
-from sbert.reproduce.report import Figures, concatenation_scores
+from sbert.reproduce.figures import Figures
+from sbert.reproduce.findings import concatenation_scores
 
 OURS, PAPER = "#1f77b4", "#bbbbbb"
 
