@@ -303,3 +303,11 @@ def test_bad_arguments_are_refused(
 def test_a_name_given_to_the_constructor_points_to_from_pretrained() -> None:
     with pytest.raises(TypeError, match=r"SentenceEncoder.from_pretrained\('all-MiniLM-L6-v2'\)"):
         SentenceEncoder("all-MiniLM-L6-v2")  # type: ignore[arg-type]
+
+
+def test_a_training_submodule_does_not_bring_dropout_into_encode(tiny_encoder: SentenceEncoder) -> None:
+    expected = tiny_encoder.encode(SENTENCES)
+    tiny_encoder.transformer.train()  # the encoder itself stays in eval mode
+    assert tiny_encoder.transformer.model.config.hidden_dropout_prob > 0
+    np.testing.assert_allclose(tiny_encoder.encode(SENTENCES), expected, atol=1e-6, rtol=0)
+    tiny_encoder.transformer.eval()

@@ -247,7 +247,10 @@ class SentenceEncoder(nn.Module):
                 show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
             progress = tqdm(total=len(batches), desc="Encoding", unit="batch", disable=not show_progress_bar)
             was_training = self.training
-            if was_training:  # eval() walks every module: a millisecond on each small call
+            # eval() walks every module, a millisecond on each small call: the OpenVINO graph was
+            # traced in eval mode, so only PyTorch needs it (a submodule may train on its own).
+            toggle = engine is None or was_training
+            if toggle:
                 self.eval()
             try:
                 if engine is not None:
@@ -264,8 +267,8 @@ class SentenceEncoder(nn.Module):
                             progress.update()
             finally:
                 progress.close()
-                if was_training:
-                    self.train()
+                if toggle:
+                    self.train(was_training)
         if normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result = embeddings[0] if single else embeddings
