@@ -9,7 +9,8 @@ with a direct ``model.encode(same sentences, batch_size=32)`` for ``--repeats`` 
 compares both sides under the same machine noise (median of the per-round ratios). Open loop: requests
 of one sentence sent at twice the best closed-loop rate for ``--flood-seconds``, whatever the answers,
 and from the moment the sending stops a closed-loop probe at concurrency 16 counts, second by second,
-the sentences answered, to see when throughput is back.
+the sentences answered, to see when throughput is back. The load generator runs on uvloop, as the
+server does, so that it takes as little of the shared cores as it can.
 Everything is bounded: each phase stops after its sentences or its seconds, every request has a
 client timeout, and the server is stopped at the end.
 
@@ -23,6 +24,7 @@ import asyncio
 import json
 import os
 import platform
+import shlex
 import signal
 import socket
 import statistics
@@ -36,6 +38,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import uvloop
 
 from alternating import alternating_order
 from sbert import SentenceEncoder
@@ -235,6 +238,7 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
     command = [sys.executable, "-m", "sbert", "serve", "--host", HOST, "--port", str(port)]
     command += ["--precision", args.precision, "--backend", args.backend]
     command += ["--model", args.model] if args.model else []
+    command += shlex.split(args.server_args)
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -264,6 +268,11 @@ def main() -> None:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", default="1,4,16,64")
+    parser.add_argument(
+        "--server-args",
+        default="",
+        help='more `sbert serve` options, given with "=": --server-args="--no-pack"',
+    )
     parser.add_argument("--sentences", type=int, default=1024, help="STSb test sentences per phase")
     parser.add_argument("--flood-seconds", type=float, default=10.0)
     parser.add_argument("--output", default="benchmarks/serve_load.json", help="JSON file for the figures")
@@ -285,7 +294,7 @@ def main() -> None:
         flush=True,
     )
     try:
-        asyncio.run(
+        uvloop.run(
             closed_loop(port, [sentences[i : i + 32] for i in range(0, len(sentences), 32)], 4, Phase())
         )
         rows, results = [], {}
@@ -295,24 +304,27 @@ def main() -> None:
                 count = min(len(sentences), args.sentences if size > 1 or concurrency > 1 else 400)
                 texts = sentences[:count]
                 requests = [texts[i : i + size] for i in range(0, count, size)]
-                phase, ratios, cpu = Phase(), [], {"direct": 0.0, "server": 0.0}
+                phase, ratios = Phase(), []
+                cpu = {"direct": 0.0, "server": 0.0, "client": 0.0}  # client: the load generator's share
                 batches_before = batch_totals(port)
                 for repeat in range(args.repeats):
                     timing = {}
                     for side in alternating_order(["direct", "server"], repeat):
-                        start, cpu_start = time.perf_counter(), time.process_time() + cpu_seconds(server.pid)
+                        start, own, served = time.perf_counter(), time.process_time(), cpu_seconds(server.pid)
                         if side == "direct":
                             model.encode(texts, batch_size=32, show_progress_bar=False)
                         else:
-                            asyncio.run(closed_loop(port, requests, concurrency, phase))
+                            uvloop.run(closed_loop(port, requests, concurrency, phase))
+                            cpu["client"] += time.process_time() - own
                         timing[side] = time.perf_counter() - start
-                        cpu[side] += time.process_time() + cpu_seconds(server.pid) - cpu_start
+                        cpu[side] += time.process_time() - own + cpu_seconds(server.pid) - served
                     ratios.append(timing["direct"] / timing["server"])
                     rss.append(rss_mib(server.pid))
                 ratio = statistics.median(ratios)
                 batches = [after - before for after, before in zip(batch_totals(port), batches_before)]
                 per_batch = f"{batches[2] / batches[0]:.1f} requests, {batches[1] / batches[0]:.1f} sentences"
                 cpu_ratio = cpu["server"] / cpu["direct"]
+                client_ratio = cpu["client"] / cpu["direct"]
                 key = f"size={size} concurrency={concurrency}"
                 results[key] = {
                     "sentences_per_s": phase.rate,
@@ -322,11 +334,12 @@ def main() -> None:
                     ],
                     "statuses": dict(phase.statuses),
                     "cpu_server_and_client_over_direct": cpu_ratio,
+                    "cpu_client_over_direct": client_ratio,
                     "merged_batch_requests_sentences": [batches[2] / batches[0], batches[1] / batches[0]],
                 }
                 row = (
                     f"| {size} | {concurrency} | {phase.rate:.0f} | {ratio:.2f}× | {percentiles(phase.latencies)} "
-                    f"| {dict(phase.statuses)} | {per_batch} | {cpu_ratio:.2f}× |"
+                    f"| {dict(phase.statuses)} | {per_batch} | {cpu_ratio:.2f}× ({client_ratio:.2f}×) |"
                 )
                 rows.append(row)
                 print(row, flush=True)
@@ -334,7 +347,7 @@ def main() -> None:
         flood = Phase()
         rss_before = rss_mib(server.pid)
         flood_rss: list[float] = []
-        sent_rate, per_second = asyncio.run(
+        sent_rate, per_second = uvloop.run(
             open_loop(port, sentences, 2 * capacity, args.flood_seconds, flood, server.pid, flood_rss)
         )
         rss += flood_rss
@@ -356,7 +369,7 @@ def main() -> None:
     )
     print(
         "| sentences/request | concurrency | server sentences/s | ratio to direct encode | p50 ms | p95 ms "
-        "| p99 ms | statuses | merged batch (mean) | CPU time, server + client / direct |"
+        "| p99 ms | statuses | merged batch (mean) | CPU time, server + client / direct (client alone) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))

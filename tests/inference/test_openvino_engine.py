@@ -66,7 +66,7 @@ def test_int8_vector_does_not_depend_on_its_batch(tiny_model_dir: Path) -> None:
 def _int8_products(engine: OpenVinoEngine) -> list[str]:
     """The layers of the compiled graph whose matrix products run on 8-bit inputs."""
     names = []
-    for op in engine.compiled.get_runtime_model().get_ordered_ops():
+    for op in engine.requests[0].get_compiled_model().get_runtime_model().get_ordered_ops():
         info = op.get_rt_info()
         if info["layerType"].astype(str) == "FullyConnected" and info["runtimePrecision"].astype(str) in (
             "u8",

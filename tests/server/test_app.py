@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 from openai import OpenAI
+from server_process import ServerProcess
 
 from sbert import SentenceEncoder
 
@@ -79,6 +82,7 @@ def test_similarity_search_rerank(server, tiny_encoder: SentenceEncoder) -> None
 def test_health_models_metrics_and_other_model(server) -> None:
     health = httpx.get(f"{server.url}/health").json()
     assert health["status"] == "ok" and health["dimension"] == 32 and health["max_input_tokens"] == 64
+    assert health["packed_batches"] is False  # PyTorch runs padded batches
     assert httpx.get(f"{server.url}/v1/models").json()["data"][0]["id"] == "tiny-bert"
     other = post(server, "/v1/embeddings", {"input": "x", "model": "text-embedding-3-small"})
     assert other.status_code == 404 and other.json()["error"]["param"] == "model"
@@ -87,7 +91,7 @@ def test_health_models_metrics_and_other_model(server) -> None:
     assert 'sbert_requests_total{endpoint="/v1/embeddings",status="404"} 1.0' in metrics
     for name in ("sbert_request_duration_seconds_bucket", "sbert_batch_sentences_count", "sbert_queue_items"):
         assert name in metrics
-    assert "sbert_batch_padded_tokens_sum" in metrics
+    assert "sbert_batch_tokens_sum" in metrics
 
 
 def raw_post(server, path: str, content: bytes) -> httpx.Response:  # type: ignore[no-untyped-def]
@@ -148,3 +152,27 @@ def test_worker_survives_bad_input(server, tiny_encoder: SentenceEncoder) -> Non
         tiny_encoder.encode("rain"),
         atol=1e-6,
     )
+
+
+def test_openvino_server_packs_concurrent_requests_into_the_vectors_of_encode(tiny_model_dir: Path) -> None:
+    pytest.importorskip("openvino")
+    args = ["--model", str(tiny_model_dir), "--precision", "float32", "--backend", "openvino"]
+    process = ServerProcess(args).wait_ready()
+    try:
+        health = httpx.get(f"{process.url}/health").json()
+        assert health["packed_batches"] is True
+        model = health["model"]
+        client = OpenAI(base_url=f"{process.url}/v1", api_key="unused")
+        texts = [f"{SENTENCES[i % 4]} {' and more' * (i % 7)}" for i in range(48)]
+        with ThreadPoolExecutor(16) as pool:  # concurrent single sentences: merged and packed
+            answers = list(pool.map(lambda text: client.embeddings.create(input=text, model=model), texts))
+        together = client.embeddings.create(input=texts, model=model)  # one request: several packed rows
+        expected = SentenceEncoder.from_pretrained(
+            tiny_model_dir, device="cpu", precision="float32", backend="openvino"
+        ).encode(texts)  # padded batches
+        got = np.array([answer.data[0].embedding for answer in answers], dtype=np.float32)
+        np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+        np.testing.assert_allclose([item.embedding for item in together.data], expected, atol=1e-6, rtol=0)
+    finally:
+        process.terminate()
+        assert process.wait_exit() == 0

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
-from sbert.batching import BATCH_COST_TOKENS, length_sorted_batches
 from sbert.serving import Batcher, BatchStats, InputTooLong, Overloaded, ServerClosed
+from sbert.serving import batcher as batcher_module
 from sbert.serving.scoring import cosine_scores, ranked
 
 JOBS = [["a man plays the guitar"], ["the dog runs", "rain", "a child is eating food in the park"], ["sun"]]
@@ -30,16 +30,9 @@ def test_queued_jobs_merge_into_one_batch_and_get_their_own_rows(tiny_encoder: S
     finally:
         batcher.close()
     assert [(s.requests, s.sentences) for s in stats] == [(3, 5)]
-    lengths = sorted(
-        (len(ids) for ids in tiny_encoder.tokenize([t for job in JOBS for t in job]).ids), reverse=True
+    assert stats[0].tokens == sum(
+        len(ids) for ids in tiny_encoder.tokenize([t for job in JOBS for t in job]).ids
     )
-    # At most 3 a pass (5 sentences over 2 parallel passes), cut where padding plus BATCH_COST_TOKENS a pass
-    # is least: never more padded tokens than two sorted passes of 3 and 2.
-    cheapest = length_sorted_batches(
-        lengths, 3, batcher.max_batch_tokens, batch_cost_tokens=BATCH_COST_TOKENS
-    )
-    assert stats[0].padded_tokens == sum(len(b) * lengths[b[0]] for b in cheapest)
-    assert stats[0].padded_tokens <= 3 * lengths[0] + 2 * lengths[3]
 
 
 def test_under_load_a_batch_waits_briefly_for_the_clients_just_answered(
@@ -58,6 +51,24 @@ def test_under_load_a_batch_waits_briefly_for_the_clients_just_answered(
     finally:
         batcher.close()
     assert [s.requests for s in stats] == [3, 3]
+
+
+def test_under_load_a_batch_waits_for_the_requests_the_server_holds(tiny_encoder: SentenceEncoder) -> None:
+    stats: list[BatchStats] = []
+    held = [0]  # the server's requests in flight
+    batcher = Batcher(tiny_encoder, on_batch=stats.append, max_wait=2.0, in_flight=lambda: held[0])
+    first = [batcher.embed([text]) for text in ("a", "b")]  # under load: a batch of two
+    batcher.start()
+    try:
+        [future.result(timeout=30) for future in first]
+        held[0] = 4  # four requests held: two arrive now, two a little later (a second cohort)
+        second = [batcher.embed(["c"]), batcher.embed(["d"])]
+        time.sleep(0.1)
+        second += [batcher.embed(["e"]), batcher.embed(["f"])]
+        [future.result(timeout=30) for future in second]
+    finally:
+        batcher.close()
+    assert [s.requests for s in stats] == [2, 4]  # not [2, 2, 2]
 
 
 def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> None:
@@ -105,6 +116,33 @@ def test_truncation_counted_or_refused_per_job(tiny_encoder: SentenceEncoder) ->
         with pytest.raises(InputTooLong, match=r"input\[1\] has 102 tokens.*limit of 64"):
             refused.result(timeout=30)
         assert other.result(timeout=30).vectors.shape == (1, 32)  # merged with the refused job, unharmed
+    finally:
+        batcher.close()
+
+
+def test_a_job_whose_texts_cannot_be_counted_fails_alone(
+    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted = batcher_module.token_counts
+
+    def failing(model: SentenceEncoder, texts: list[str]) -> list[int]:
+        if "poison" in texts:
+            raise RuntimeError("the tokenizer failed")
+        return counted(model, texts)
+
+    monkeypatch.setattr(batcher_module, "token_counts", failing)
+    batcher = Batcher(tiny_encoder)
+    futures = [batcher.embed(["fine"]), batcher.embed(["poison"]), batcher.embed(["also fine"])]
+    batcher.start()  # the three merge: counted together first, then one by one
+    try:
+        np.testing.assert_allclose(
+            futures[0].result(timeout=30).vectors, tiny_encoder.encode(["fine"]), atol=1e-6
+        )
+        with pytest.raises(RuntimeError, match="tokenizer failed"):
+            futures[1].result(timeout=30)
+        assert futures[2].result(timeout=30).token_counts == [
+            len(tiny_encoder.tokenize(["also fine"]).ids[0])
+        ]
     finally:
         batcher.close()
 

@@ -52,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-batch-size", type=int, default=32, help="sentences per forward pass (default 32)"
     )
     parser.add_argument(
+        "--no-pack",
+        dest="pack",
+        action="store_false",
+        help="run merged batches padded, not packed into rows (packing needs BERT on OpenVINO, float32/bf16)",
+    )
+    parser.add_argument(
         "--batch-wait-ms",
         type=float,
         default=5.0,
@@ -104,12 +110,14 @@ def run(args: argparse.Namespace) -> int:
         max_batch_tokens=args.max_batch_tokens,
         max_batch_size=args.max_batch_size,
         batch_wait=args.batch_wait_ms / 1000,
+        pack=args.pack,
         limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
         drain_timeout=args.drain_timeout,
         log_level=args.log_level,
     )
     print(
-        f"sbert serve: {model.name} ({model.precision}, {model.backend}) on http://{args.host}:{args.port}",
+        f"sbert serve: {model.name} ({model.precision}, {model.backend}"
+        f"{', packed batches' if args.pack and model.packs else ''}) on http://{args.host}:{args.port}",
         file=sys.stderr,
         flush=True,
     )

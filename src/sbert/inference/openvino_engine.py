@@ -36,6 +36,7 @@ from sbert.batching import BATCH_COST_TOKENS, length_sorted_batches
 from sbert.inference import graph_cache
 from sbert.inference.fast_bert import parameter_version
 from sbert.inference.openvino_runtime import host_logging_kept, import_openvino
+from sbert.inference.packing import PackedTransformer, packable, pass_feeds
 from sbert.inference.precision import CALIBRATED, cpu_has_native_bf16
 from sbert.modules import Pooling, Transformer
 
@@ -135,29 +136,46 @@ class OpenVinoEngine:
         calibration: Sequence[str] | None = None,
         threads: int | None = None,
     ) -> None:
-        ov = import_openvino(with_nncf=precision in CALIBRATED)
+        import_openvino(with_nncf=precision in CALIBRATED)  # a clear error now if the extra is missing
         if precision not in ENGINE_PRECISIONS:
             raise ValueError(f"OpenVinoEngine runs {', '.join(ENGINE_PRECISIONS)}, not {precision!r}")
         self.calibration = calibration
         self.transformer = transformer
+        self.pooling = pooling
+        self.precision = precision
         self.dim = pooling.dim
+        self.threads = threads or torch.get_num_threads()
+        self._packed_requests: list[Any] | None = None  # the packed graph, compiled on first use
         module = _PooledTransformer(transformer, pooling)
         with _keep_signal_stack():
             if precision in CALIBRATED:
                 model = self._calibrated(module, precision, calibration)
             else:
-                model = self._convert(module)
+                model = self._convert(module, self._feeds(self._example_ids()))
             self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
-            # int8 keeps its unquantized steps in fp32: with bf16 there, STSb Spearman fell 82.01 → 81.95.
-            low = "bf16" if precision in ("bfloat16", "mixed") and cpu_has_native_bf16() else "f32"
-            config = {
-                "INFERENCE_NUM_THREADS": threads or torch.get_num_threads(),
-                "PERFORMANCE_HINT": "THROUGHPUT",
-                "INFERENCE_PRECISION_HINT": low,
-            }
-            self.compiled = ov.Core().compile_model(model, "CPU", config)
-            jobs = int(self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
-            self.requests = [self.compiled.create_infer_request() for _ in range(jobs)]
+            self.requests = self._compile(model)
+
+    @property
+    def can_pack(self) -> bool:
+        """Whether :meth:`embed_packed` runs here: a BERT model (see :func:`~sbert.inference.packing.packable`)
+        in float32 or bf16 (int8 ranges were calibrated on padded batches, not packed rows)."""
+        return self.precision in ("float32", "bfloat16") and packable(self.transformer.model)
+
+    def _compile(self, model: Any) -> list[Any]:
+        """One inference request per stream of ``model`` compiled for the CPU at this precision."""
+        # int8 keeps its unquantized steps in fp32: with bf16 there, STSb Spearman fell 82.01 → 81.95.
+        low = "bf16" if self.precision in ("bfloat16", "mixed") and cpu_has_native_bf16() else "f32"
+        config = {
+            "INFERENCE_NUM_THREADS": self.threads,
+            "PERFORMANCE_HINT": "THROUGHPUT",
+            "INFERENCE_PRECISION_HINT": low,
+        }
+        compiled = import_openvino().Core().compile_model(model, "CPU", config)
+        jobs = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
+        return [compiled.create_infer_request() for _ in range(jobs)]
+
+    def _example_ids(self) -> list[list[int]]:
+        return self.transformer.tokenize(["An example sentence.", "Another."]).ids
 
     def _calibrated(
         self, module: _PooledTransformer, precision: str, calibration: Sequence[str] | None
@@ -174,13 +192,16 @@ class OpenVinoEngine:
             "calibration_ids": ids,
         }
         key = graph_cache.fingerprint(module, recipe)
-        return graph_cache.load_or_build(key, lambda: self._quantize(self._convert(module), ids, precision))
+        example = self._feeds(self._example_ids())
+        return graph_cache.load_or_build(
+            key, lambda: self._quantize(self._convert(module, example), ids, precision)
+        )
 
-    def _convert(self, module: _PooledTransformer) -> Any:
+    def _convert(self, module: nn.Module, example: dict[str, np.ndarray]) -> Any:
+        """``module`` traced on ``example`` (its inputs by name) into an OpenVINO model of any batch and length."""
         ov = import_openvino()
         from openvino.frontend.pytorch.ts_decoder import TorchScriptPythonDecoder
 
-        example = self._feeds(self.transformer.tokenize(["An example sentence.", "Another."]).ids)
         was_training = self.transformer.training  # the wrapper is new; the transformer's mode counts
         module.eval()
         # transformers warns about an unrelated loss setting while the graph is traced.
@@ -272,3 +293,52 @@ class OpenVinoEngine:
         if rows is not None:
             self.requests[slot].wait()
             out[rows] = self.requests[slot].get_output_tensor(0).data
+
+    def embed_packed(
+        self,
+        ids: Sequence[Sequence[int]],
+        passes: Sequence[Sequence[Sequence[int]]],
+        on_pass: Callable[[], object] = lambda: None,
+    ) -> Tensor:
+        """Pooled vectors (n, hidden), float32, in the order of ``ids``, from packed rows.
+
+        ``passes`` comes from :func:`~sbert.inference.packing.packed_passes`. Like :meth:`embed`,
+        passes run one per stream, each to the stream with the fewest tokens queued; the packed
+        graph is converted and compiled on the first call (a few seconds).
+
+        Raises:
+            ValueError: :attr:`can_pack` is false.
+        """
+        if not self.can_pack:
+            raise ValueError(f"{self.precision} on {type(self.transformer.model).__name__} is not packed")
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        with _keep_signal_stack():
+            requests = self._packed_graph()
+            running: list[Sequence[Sequence[int]] | None] = [None] * len(requests)
+            loads = [0] * len(requests)
+            for rows in passes:
+                slot = loads.index(min(loads))
+                feeds = pass_feeds(ids, rows)
+                loads[slot] += BATCH_COST_TOKENS + feeds["input_ids"].size
+                self._pool_pass(requests[slot], running[slot], out)
+                requests[slot].start_async(feeds)
+                running[slot] = rows
+                on_pass()
+            for request, last in zip(requests, running):
+                self._pool_pass(request, last, out)
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def _pool_pass(request: Any, rows: Sequence[Sequence[int]] | None, out: np.ndarray) -> None:
+        if rows is not None:
+            request.wait()
+            out[[i for row in rows for i in row]] = request.get_output_tensor(0).data  # (sentences, hidden)
+
+    def _packed_graph(self) -> list[Any]:
+        if self._packed_requests is None:
+            ids = self._example_ids()
+            module = PackedTransformer(self.transformer.model, self.pooling)
+            self._packed_requests = self._compile(self._convert(module, pass_feeds(ids, [[0, 1]])))
+            # Tracing bumps the weights' version counters; the weights are those of self.version.
+            self.version = parameter_version(self.transformer.model)
+        return self._packed_requests

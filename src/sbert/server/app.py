@@ -77,6 +77,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     """
     metrics = Metrics(queue_depth=lambda: service.batcher.queued_items, in_flight=lambda: gate.in_flight)
     service.batcher.on_batch = metrics.batch
+    service.batcher.in_flight = lambda: gate.in_flight
     limits = service.limits
 
     async def api_error(_: Request, error: Exception) -> Response:
@@ -198,6 +199,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "max_input_tokens": model.max_seq_length,
                 "precision": model.precision,
                 "backend": model.backend,
+                "packed_batches": service.batcher.pack and model.packs,
                 "index": service.index_path,
                 "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
                 "queued_items": service.batcher.queued_items,

@@ -51,8 +51,8 @@ class Metrics:
             registry=self.registry,
         )
         self.batch_tokens = Histogram(
-            "sbert_batch_padded_tokens",
-            "Padded tokens (sentences × longest, per forward pass) in one merged batch",
+            "sbert_batch_tokens",
+            "Tokens in one merged batch (each input up to the model's limit)",
             buckets=TOKEN_BUCKETS,
             registry=self.registry,
         )
@@ -77,7 +77,7 @@ class Metrics:
         """Called on the batcher's worker thread (prometheus_client is thread-safe)."""
         self.batch_requests.observe(stats.requests)
         self.batch_sentences.observe(stats.sentences)
-        self.batch_tokens.observe(stats.padded_tokens)
+        self.batch_tokens.observe(stats.tokens)
         self.batch_seconds.observe(stats.seconds)
 
     def exposition(self) -> bytes:

@@ -41,6 +41,7 @@ class ServeOptions:
     max_batch_tokens: int = 8192
     max_batch_size: int = 32
     batch_wait: float = 0.005
+    pack: bool = True
     limits: Limits | None = None
     drain_timeout: float = 30.0
     log_level: str = "warning"
@@ -80,7 +81,8 @@ def build_service(model: Any, options: ServeOptions) -> Service:
 
         index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
-    vectors = model.encode(WARM_UP, show_progress_bar=False)  # compile (and calibrate) now
+    # Compile (and calibrate) now, the packed graph too, so that no request waits for it.
+    vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.pack)
     if index is not None:
         try:
             index.search(vectors[:1], top_k=1)
@@ -97,6 +99,7 @@ def build_service(model: Any, options: ServeOptions) -> Service:
         parallel_batches=parallel,
         max_queued_items=options.max_queued_items,
         max_wait=options.batch_wait,
+        pack=options.pack,
     )
     model_id = options.model_id or Path(str(model.name)).name
     return Service(model, batcher, model_id, options.limits or Limits(), index, options.index, cross_encoder)
