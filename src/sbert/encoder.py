@@ -260,12 +260,11 @@ class SentenceEncoder(nn.Module):
                     len(texts),
                     self.max_seq_length,
                 )
-            packed = engine is not None and pack and engine.can_pack
-            # Index arrays, or packed passes (rows of indices).
-            batches = cast(
+            packed = pack and engine is not None and engine.can_pack
+            batches = cast(  # index arrays, or packed passes (rows of indices)
                 Sequence[Any],
                 packed_passes(tokenized.lengths, len(engine.requests), max_pass_tokens=max_tokens)
-                if engine is not None and packed
+                if packed and engine is not None
                 else length_sorted_batches(tokenized.lengths, batch_size, max_tokens, batch_cost_tokens),
             )
             if show_progress_bar is None:
