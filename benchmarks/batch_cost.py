@@ -6,10 +6,8 @@ with the padded tokens. This times one OpenVINO inference request (one stream, o
 core runs when the server splits a merged batch) on shapes from (1, 8) to (32, 32), fits the line
 by least squares and prints ``fixed / per_token``, the cost of a batch in tokens. Then it shows what
 the cuts do: padded tokens (and the modelled cost) of random groups of STSb test sentences in
-fixed-size batches against :func:`sbert.batching.cheapest_cuts`. Last, the ceiling of a dynamic
-batcher without HTTP: 1,024 STSb test sentences encoded in groups of 16, 32 and 64 (what ``sbert
-serve`` merges at that concurrency; batches of at most half a group, cut at the cheapest points, as
-the server does) against one ``encode()`` of all 1,024, alternating, median of the repeats.
+fixed-size batches against :func:`sbert.batching.cheapest_cuts`. What the cuts give a server's
+groups, against packed rows, is ``benchmarks/packed_groups.py``.
 
     flock /tmp/sbert-heavy.lock python benchmarks/batch_cost.py --data-dir ../shared/data
 """
@@ -22,9 +20,8 @@ import time
 
 import numpy as np
 
-from alternating import alternating_rates
 from sbert import SentenceEncoder
-from sbert.batching import BATCH_COST_TOKENS, length_sorted_batches
+from sbert.batching import length_sorted_batches
 from sbert.data import read_stsb
 
 SHAPES = [(b, s) for b in (1, 2, 4, 8, 16, 32) for s in (8, 16, 32)]
@@ -93,27 +90,6 @@ def main() -> None:
                 f"{np.mean([r for r, _ in mine]):.2f}, {1000 * np.mean([t for _, t in mine]):.1f} ms"
             )
         print(f"{group:5d} (batches of ≤ {size}) | {summary[0]} | {summary[1]}")
-
-    first = sentences[:1024]
-
-    def in_groups(group: int) -> None:
-        for start in range(0, len(first), group):
-            texts = first[start : start + group]
-            model.encode(
-                texts,
-                batch_size=max(1, len(texts) // 2),
-                batch_cost_tokens=BATCH_COST_TOKENS,
-                show_progress_bar=False,
-            )
-
-    runners = {"encode(1024)": lambda: model.encode(first, batch_size=32, show_progress_bar=False)}
-    runners.update({f"groups of {g}": (lambda g=g: in_groups(g)) for g in (16, 32, 64)})
-    rates = alternating_rates(runners, args.repeats // 4 or 1, len(first))
-    direct = statistics.median(rates["encode(1024)"])
-    print(f"\nencode() of all 1,024: {direct:.0f} sentences/s")
-    for name in list(runners)[1:]:
-        rate = statistics.median(rates[name])
-        print(f"{name}: {rate:.0f} sentences/s, {rate / direct:.2f}× of one encode()")
 
 
 if __name__ == "__main__":
