@@ -22,7 +22,7 @@ from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference import FastBert, resolve_precision
 from sbert.inference.fast_bert import parameter_version, supports
 from sbert.inference.openvino_engine import OpenVinoEngine
-from sbert.inference.packing import packable, packed_passes
+from sbert.inference.packing import MAX_PASS_TOKENS, packable, packed_passes
 from sbert.inference.precision import check_backend, check_precision, resolve_backend, torch_precision
 from sbert.model_io import load_modules, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
@@ -228,7 +228,7 @@ class SentenceEncoder(nn.Module):
                 for a few dozen sentences of mixed lengths (what a server merges). Runs for BERT
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
-                tokens of a pass.
+                tokens of a pass (default 8192).
 
         Raises:
             TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
@@ -263,7 +263,9 @@ class SentenceEncoder(nn.Module):
             packed = pack and engine is not None and engine.can_pack
             batches = cast(  # index arrays, or packed passes (rows of indices)
                 Sequence[Any],
-                packed_passes(tokenized.lengths, len(engine.requests), max_pass_tokens=max_tokens)
+                packed_passes(
+                    tokenized.lengths, len(engine.requests), max_pass_tokens=max_tokens or MAX_PASS_TOKENS
+                )
                 if packed and engine is not None
                 else length_sorted_batches(tokenized.lengths, batch_size, max_tokens, batch_cost_tokens),
             )

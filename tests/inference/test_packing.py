@@ -10,7 +10,13 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.inference.packing import PackedTransformer, packable, packed_passes, pass_feeds
+from sbert.inference.packing import (
+    MAX_PASS_TOKENS,
+    PackedTransformer,
+    packable,
+    packed_passes,
+    pass_feeds,
+)
 from sbert.modules import Dense, Normalize, Pooling
 
 SENTENCES = [
@@ -40,6 +46,8 @@ def test_passes_respect_the_token_cap_and_never_exceed_the_sentences() -> None:
     assert [len(rows) for rows in packed_passes(lengths, 2, row_tokens=100)] == [4, 4]
     assert [len(rows) for rows in packed_passes(lengths, 2, row_tokens=100, max_pass_tokens=250)] == [2] * 4
     assert packed_passes([5], streams=4) == [[[0]]]  # one sentence: one row, not four
+    corpus = packed_passes([20] * 100_000, streams=2)  # a corpus: passes stay near MAX_PASS_TOKENS
+    assert max(len(rows) * 20 * len(rows[0]) for rows in corpus) <= MAX_PASS_TOKENS  # rows × longest
     assert packed_passes([], streams=2) == []
 
 

@@ -26,6 +26,10 @@ from sbert.modules import Pooling
 # Sentences of all-MiniLM-L6-v2 in groups of 32 packed into rows of about 225 tokens ran at 0.91× of
 # one encode() of 1,024, rows of about 450 at 0.85× (benchmarks/packed_groups.py, 2026-11-24, Intel Xeon).
 ROW_TOKENS = 256
+# Tokens of one pass (rows × longest row) unless the caller caps them: 32 full rows, as many tokens as
+# a padded batch of 32 sentences of 256 tokens, so that packing a whole corpus never builds a pass
+# of millions of tokens.
+MAX_PASS_TOKENS = 8192
 
 PACKED_INPUTS = ("input_ids", "position_ids", "segment_ids", "token_index", "token_mask")
 
@@ -79,7 +83,10 @@ class PackedTransformer(nn.Module):
 
 
 def packed_passes(
-    lengths: Sequence[int], streams: int, row_tokens: int = ROW_TOKENS, max_pass_tokens: int | None = None
+    lengths: Sequence[int],
+    streams: int,
+    row_tokens: int = ROW_TOKENS,
+    max_pass_tokens: int = MAX_PASS_TOKENS,
 ) -> list[list[list[int]]]:
     """Sentence indices packed into rows, rows grouped into forward passes.
 
@@ -110,9 +117,8 @@ def packed_passes(
         heapq.heappush(heap, (tokens + lengths[i], row))
     members.sort(key=lambda row: -sum(lengths[i] for i in row))
     per_pass = math.ceil(rows / streams)
-    if max_pass_tokens is not None:
-        longest = sum(lengths[i] for i in members[0])
-        per_pass = max(1, min(per_pass, max_pass_tokens // longest))
+    longest = sum(lengths[i] for i in members[0])
+    per_pass = max(1, min(per_pass, max_pass_tokens // longest))
     return [members[start : start + per_pass] for start in range(0, rows, per_pass)]
 
 
