@@ -166,11 +166,7 @@ class SentenceEncoder(nn.Module):
     @property
     def packs(self) -> bool:
         """Whether ``encode(pack=True)`` packs rows here: a BERT model on OpenVINO in float32 or bf16."""
-        return (
-            self.backend == "openvino"
-            and self.precision in ("float32", "bfloat16")
-            and packable(self.transformer.model)
-        )
+        return self.backend == "openvino" and packable(self.transformer.model, self.precision)
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""

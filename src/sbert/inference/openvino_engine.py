@@ -24,7 +24,7 @@ import logging
 import re
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import resources
 from typing import Any
 
@@ -56,6 +56,8 @@ MIXED_INT8_LAYERS = re.compile(r"attention\.self\.(query|key)/|intermediate\.den
 logger = logging.getLogger("sbert")
 
 ENGINE_PRECISIONS = ("float32", "bfloat16", *CALIBRATED)
+
+_Rows = Sequence[int] | np.ndarray  # the sentences whose vectors one inference computes, in order
 
 
 class _SignalStack(ctypes.Structure):  # Linux stack_t
@@ -157,9 +159,8 @@ class OpenVinoEngine:
 
     @property
     def can_pack(self) -> bool:
-        """Whether :meth:`embed_packed` runs here: a BERT model (see :func:`~sbert.inference.packing.packable`)
-        in float32 or bf16 (int8 ranges were calibrated on padded batches, not packed rows)."""
-        return self.precision in ("float32", "bfloat16") and packable(self.transformer.model)
+        """Whether :meth:`embed_packed` runs here (:func:`~sbert.inference.packing.packable`)."""
+        return packable(self.transformer.model, self.precision)
 
     def _compile(self, model: Any) -> list[Any]:
         """One inference request per stream of ``model`` compiled for the CPU at this precision."""
@@ -266,7 +267,7 @@ class OpenVinoEngine:
         batches: Sequence[np.ndarray],
         on_batch: Callable[[], object] = lambda: None,
     ) -> Tensor:
-        """Pooled vectors (n, hidden), float32, in the order of ``ids``.
+        """Pooled vectors (n, hidden), float32, in the order of ``ids``, from padded batches.
 
         Batches run concurrently, one per inference stream: each goes to the stream with the least
         work queued so far (padded tokens plus :data:`~sbert.batching.BATCH_COST_TOKENS` a batch),
@@ -274,25 +275,8 @@ class OpenVinoEngine:
         each is queued. No Python callback runs on OpenVINO's threads: with
         ``AsyncInferQueue`` callbacks, releasing the queue could deadlock on the GIL.
         """
-        out = np.empty((len(ids), self.dim), dtype=np.float32)
-        rows: list[np.ndarray | None] = [None] * len(self.requests)  # what each request is computing
-        loads = [0] * len(self.requests)  # padded tokens handed to each request so far
-        with _keep_signal_stack():
-            for batch in batches:
-                slot = loads.index(min(loads))
-                loads[slot] += BATCH_COST_TOKENS + len(batch) * max(len(ids[i]) for i in batch)
-                self._collect(slot, rows[slot], out)
-                self.requests[slot].start_async(self._feeds([ids[i] for i in batch]))
-                rows[slot] = batch
-                on_batch()
-            for slot, batch_rows in enumerate(rows):
-                self._collect(slot, batch_rows, out)
-        return torch.from_numpy(out)
-
-    def _collect(self, slot: int, rows: np.ndarray | None, out: np.ndarray) -> None:
-        if rows is not None:
-            self.requests[slot].wait()
-            out[rows] = self.requests[slot].get_output_tensor(0).data
+        work = ((self._feeds([ids[i] for i in batch]), batch) for batch in batches)
+        return self._run(self.requests, work, len(ids), on_batch)
 
     def embed_packed(
         self,
@@ -302,43 +286,55 @@ class OpenVinoEngine:
     ) -> Tensor:
         """Pooled vectors (n, hidden), float32, in the order of ``ids``, from packed rows.
 
-        ``passes`` comes from :func:`~sbert.inference.packing.packed_passes`. Like :meth:`embed`,
-        passes run one per stream, each to the stream with the fewest tokens queued; the packed
-        graph is converted and compiled on the first call (a few seconds).
+        ``passes`` comes from :func:`~sbert.inference.packing.packed_passes`; they run as the
+        batches of :meth:`embed` do. The packed graph is converted and compiled on the first call
+        (a few seconds).
 
         Raises:
             ValueError: :attr:`can_pack` is false.
         """
         if not self.can_pack:
             raise ValueError(f"{self.precision} on {type(self.transformer.model).__name__} is not packed")
-        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        work = ((pass_feeds(ids, rows), [i for row in rows for i in row]) for rows in passes)
+        return self._run(self._packed_graph(), work, len(ids), on_pass)
+
+    def _run(
+        self,
+        requests: list[Any],
+        work: Iterable[tuple[dict[str, np.ndarray], _Rows]],
+        count: int,
+        on_each: Callable[[], object],
+    ) -> Tensor:
+        """Run each ``(feeds, sentence indices)`` on the request with the least work queued; the
+        graph's output rows belong to those sentences, in that order. Feeds are built while the
+        other streams compute."""
+        out = np.empty((count, self.dim), dtype=np.float32)  # numpy, not torch: see packing's docstring
+        running: list[_Rows | None] = [None] * len(requests)  # what each request computes
+        loads = [0] * len(requests)  # tokens handed to each request so far
         with _keep_signal_stack():
-            requests = self._packed_graph()
-            running: list[Sequence[Sequence[int]] | None] = [None] * len(requests)
-            loads = [0] * len(requests)
-            for rows in passes:
+            for feeds, rows in work:
                 slot = loads.index(min(loads))
-                feeds = pass_feeds(ids, rows)
                 loads[slot] += BATCH_COST_TOKENS + feeds["input_ids"].size
-                self._pool_pass(requests[slot], running[slot], out)
+                self._collect(requests[slot], running[slot], out)
                 requests[slot].start_async(feeds)
                 running[slot] = rows
-                on_pass()
+                on_each()
             for request, last in zip(requests, running):
-                self._pool_pass(request, last, out)
+                self._collect(request, last, out)
         return torch.from_numpy(out)
 
     @staticmethod
-    def _pool_pass(request: Any, rows: Sequence[Sequence[int]] | None, out: np.ndarray) -> None:
+    def _collect(request: Any, rows: _Rows | None, out: np.ndarray) -> None:
         if rows is not None:
             request.wait()
-            out[[i for row in rows for i in row]] = request.get_output_tensor(0).data  # (sentences, hidden)
+            out[rows] = request.get_output_tensor(0).data  # (sentences, hidden)
 
     def _packed_graph(self) -> list[Any]:
         if self._packed_requests is None:
-            ids = self._example_ids()
             module = PackedTransformer(self.transformer.model, self.pooling)
-            self._packed_requests = self._compile(self._convert(module, pass_feeds(ids, [[0, 1]])))
+            with _keep_signal_stack():
+                example = pass_feeds(self._example_ids(), [[0, 1]])
+                self._packed_requests = self._compile(self._convert(module, example))
             # Tracing bumps the weights' version counters; the weights are those of self.version.
             self.version = parameter_version(self.transformer.model)
         return self._packed_requests

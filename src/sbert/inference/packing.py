@@ -34,11 +34,15 @@ MAX_PASS_TOKENS = 8192
 PACKED_INPUTS = ("input_ids", "position_ids", "segment_ids", "token_index", "token_mask")
 
 
-def packable(model: nn.Module) -> bool:
-    """Whether ``model`` (a Hugging Face model) gives the same token vectors packed as alone."""
+def packable(model: nn.Module, precision: str) -> bool:
+    """Whether ``model`` (a Hugging Face model) gives the same vectors packed as alone at ``precision``.
+
+    float32 and bf16 only: int8 ranges were calibrated on padded batches, not packed rows.
+    """
     config = getattr(model, "config", None)
     return (
-        getattr(config, "model_type", "") == "bert"
+        precision in ("float32", "bfloat16")
+        and getattr(config, "model_type", "") == "bert"
         and getattr(config, "position_embedding_type", "absolute") == "absolute"
     )
 
