@@ -32,7 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = build.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", help="text file (one sentence a line), .jsonl or .csv/.tsv")
     source.add_argument("--store", help="embedding store directory (`sbert store`): no encoding needed")
-    build.add_argument("--output", "-o", required=True, help="index directory to write (replaced atomically)")
+    build.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        help="index directory to write: new, empty, or an sbert index (replaced atomically); anything else is refused",
+    )
     build.add_argument(
         "--kind",
         choices=KINDS,
@@ -69,9 +74,11 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_build(args: argparse.Namespace) -> int:
     from sbert.applications.index import VectorIndex, parse_bytes
+    from sbert.applications.index.files import check_output
     from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 
     start = time.perf_counter()
+    check_output(Path(args.output))  # before any encoding: a wrong --output costs nothing
     max_memory = parse_bytes(args.max_memory) if args.max_memory else None
     rescore = None if args.rescore == "none" else args.rescore
     if args.store:

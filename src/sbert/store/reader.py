@@ -2,13 +2,19 @@
 
 Shards are Parquet files with small row groups (256 rows by default), opened memory-mapped, so a
 lookup of a few rows reads a few small row groups, never a whole shard.
+
+Every shard's SHA-256 is checked against the manifest the first time an open store reads it
+(``verify=False`` skips this), so a damaged shard is an error naming it, never a wrong vector. The
+check reads the shard once: about 0.1 s for a shard of 100,000 384-d float32 rows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,16 +69,30 @@ class EmbeddingStore:
         self._groups: OrderedDict[tuple[int, int, str], pa.Array] = OrderedDict()
         self._row_group_starts: dict[int, np.ndarray] = {}
         self._id_order: tuple[np.ndarray, np.ndarray] | None = None  # (sorted ids, their rows)
+        self._verify = True
+        self._verified: set[int] = set()  # shards whose checksum was checked by this open store
 
     @classmethod
     def open(
-        cls, path: str, filesystem: pafs.FileSystem | None = None, allow_incomplete: bool = False
+        cls,
+        path: str,
+        filesystem: pafs.FileSystem | None = None,
+        allow_incomplete: bool = False,
+        verify: bool = True,
     ) -> EmbeddingStore:
         """Open the store at ``path`` (a local directory or a URI pyarrow understands).
 
+        Args:
+            path: The store directory or URI.
+            filesystem: A pyarrow filesystem to read ``path`` with (default: from the path).
+            allow_incomplete: Read the finished shards of an unfinished store.
+            verify: Check each shard's SHA-256 against the manifest the first time it is read
+                (once per open store); ``False`` trusts the files as they are.
+
         Raises:
             StoreError: no manifest, a corrupt one (the message names the file), or an unfinished
-                store (unless ``allow_incomplete``: then the finished shards are read).
+                store (unless ``allow_incomplete``: then the finished shards are read). Reading a
+                shard whose bytes changed raises ``StoreError`` naming the shard.
         """
         fs, directory = resolve_location(path, filesystem)
         manifest = read_manifest(fs, directory)
@@ -81,7 +101,20 @@ class EmbeddingStore:
                 f"{directory}: the store is unfinished ({manifest['rows']} rows in "
                 f"{len(manifest['shards'])} shards); run the same encode command again to resume it"
             )
-        return cls(fs, directory, manifest)
+        store = cls(fs, directory, manifest)
+        store._verify = verify
+        return store
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 over the rows and every shard's SHA-256: equal for stores with the same bytes.
+
+        An index built from a store records it, and refuses the store once it changes.
+        """
+        digest = hashlib.sha256(str(len(self)).encode())
+        for shard in self.shards:
+            digest.update(f"\n{shard.file} {shard.start} {shard.stop} {shard.sha256}".encode())
+        return digest.hexdigest()
 
     def __len__(self) -> int:
         return int(self.manifest["rows"])
@@ -121,7 +154,12 @@ class EmbeddingStore:
             raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
         for index, shard in enumerate(self.shards):
             start = shard.start
-            for batch in self._file(index).iter_batches(batch_size=batch_rows, columns=["id", "embedding"]):
+            batches = self._file(index).iter_batches(batch_size=batch_rows, columns=["id", "embedding"])
+            while True:
+                with self.reading_shard(index):  # not around the yield: the caller's errors are its own
+                    batch = next(batches, None)
+                if batch is None:
+                    break
                 ids = batch.column(0).to_numpy()
                 yield StoreBatch(start, ids, self._matrix(batch.column(1)))
                 start += len(ids)
@@ -165,17 +203,39 @@ class EmbeddingStore:
         Raises:
             StoreError: a shard is missing or its bytes changed; the message names the shard.
         """
-        for shard in self.shards:
-            path = posixpath.join(self.directory, shard.file)
-            try:
-                actual = file_sha256(self.filesystem, path)
-            except FileNotFoundError:
-                raise StoreError(f"{path}: shard missing from the store") from None
-            if actual != shard.sha256:
-                raise StoreError(
-                    f"{path}: checksum mismatch (SHA-256 {actual[:16]}…, manifest {shard.sha256[:16]}…): "
-                    "the shard was changed or damaged"
-                )
+        for index in range(len(self.shards)):
+            self._verify_shard(index)
+
+    def checked_shard(self, index: int) -> str:
+        """The path of shard ``index``, its checksum checked first (once per open store, unless
+        opened with ``verify=False``); for readers that stream a shard themselves."""
+        if self._verify and index not in self._verified:
+            self._verify_shard(index)
+        return posixpath.join(self.directory, self.shards[index].file)
+
+    def _verify_shard(self, index: int) -> None:
+        shard = self.shards[index]
+        path = posixpath.join(self.directory, shard.file)
+        try:
+            actual = file_sha256(self.filesystem, path)
+        except FileNotFoundError:
+            raise StoreError(f"{path}: shard missing from the store") from None
+        if actual != shard.sha256:
+            raise StoreError(
+                f"{path}: checksum mismatch (SHA-256 {actual[:16]}…, manifest {shard.sha256[:16]}…): "
+                "the shard was changed or damaged; encode the store again (or open it with "
+                "verify=False to read it as it is)"
+            )
+        self._verified.add(index)
+
+    @contextmanager
+    def reading_shard(self, index: int) -> Iterator[None]:
+        """Arrow's errors say what went wrong, not in which file: add the shard's path."""
+        try:
+            yield
+        except (pa.ArrowException, OSError) as error:
+            path = posixpath.join(self.directory, self.shards[index].file)
+            raise StoreError(f"{path}: cannot read the shard ({error})") from error
 
     @property
     def _where(self) -> str:
@@ -192,11 +252,12 @@ class EmbeddingStore:
     def _file(self, index: int) -> pq.ParquetFile:
         handle = self._files.get(index)
         if handle is None:
-            path = posixpath.join(self.directory, self.shards[index].file)
-            if isinstance(self.filesystem, pafs.LocalFileSystem):
-                handle = pq.ParquetFile(path, memory_map=True)
-            else:
-                handle = pq.ParquetFile(self.filesystem.open_input_file(path))
+            path = self.checked_shard(index)
+            with self.reading_shard(index):
+                if isinstance(self.filesystem, pafs.LocalFileSystem):
+                    handle = pq.ParquetFile(path, memory_map=True)
+                else:
+                    handle = pq.ParquetFile(self.filesystem.open_input_file(path))
             self._files[index] = handle
             if len(self._files) > 256:
                 self._files.popitem(last=False)
@@ -247,7 +308,9 @@ class EmbeddingStore:
         key = (shard, group, column)
         cached = self._groups.get(key)
         if cached is None:
-            cached = self._file(shard).read_row_group(group, columns=[column]).column(0)
+            handle = self._file(shard)
+            with self.reading_shard(shard):
+                cached = handle.read_row_group(group, columns=[column]).column(0)
             self._groups[key] = cached
             if len(self._groups) > _CACHED_ROW_GROUPS:
                 self._groups.popitem(last=False)
@@ -258,10 +321,12 @@ class EmbeddingStore:
     def _id_index(self) -> tuple[np.ndarray, np.ndarray]:
         """Sorted ids and their rows, read once from the id column (8 bytes a row)."""
         if self._id_order is None:
-            ids = np.concatenate(
-                [self._file(i).read(columns=["id"]).column(0).to_numpy() for i in range(len(self.shards))]
-                or [np.zeros(0, dtype=np.int64)]
-            )
+            parts = [np.zeros(0, dtype=np.int64)]
+            for index in range(len(self.shards)):
+                handle = self._file(index)
+                with self.reading_shard(index):
+                    parts.append(handle.read(columns=["id"]).column(0).to_numpy())
+            ids = np.concatenate(parts)
             order = np.argsort(ids, kind="stable")
             self._id_order = (ids[order], order.astype(np.int64))
         return self._id_order

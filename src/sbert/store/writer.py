@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import posixpath
 from collections.abc import Sequence
 from types import TracebackType
@@ -39,6 +40,8 @@ from sbert.store.manifest import (
     shard_name,
     write_manifest,
 )
+
+logger = logging.getLogger("sbert")
 
 DEFAULT_ROW_GROUP_SIZE = 256  # small row groups: a random row decodes 256 rows, not a shard (a
 # fixed-size list column decodes at only about 50k rows/s in pyarrow, so this matters)
@@ -105,7 +108,9 @@ class StoreWriter:
         fs, directory = resolve_location(path, filesystem)
         settings = {"row_group_size": DEFAULT_ROW_GROUP_SIZE, "texts": True, **settings}
         existing = existing_store(fs, directory)
-        if existing is not None and overwrite:
+        if existing is not None and (overwrite or not existing["shards"]):
+            # Without a finished shard there is nothing to keep: a run that failed on its input
+            # (bad UTF-8, say) must not block the corrected run with its settings.
             _remove_store_files(fs, directory)
             existing = None
         if existing is not None:
@@ -119,6 +124,7 @@ class StoreWriter:
                 )
             writer = cls(fs, directory, existing)
             writer._clean()
+            writer._drop_damaged_shards()
             return writer
         fs.create_dir(directory, recursive=True)
         manifest = {
@@ -169,6 +175,33 @@ class StoreWriter:
         self.manifest["rows"] = record.stop
         self.manifest["skipped_lines"] = int(self.manifest.get("skipped_lines", 0)) + record.skipped_lines
         write_manifest(self.filesystem, self.directory, self.manifest)
+
+    def _drop_damaged_shards(self) -> None:
+        """Check every finished shard's SHA-256; from the first missing or changed one on, the shards
+        are dropped (with a warning naming it) so that the run encodes them again."""
+        for position, record in enumerate(self.shards):
+            path = posixpath.join(self.directory, record.file)
+            try:
+                intact = file_sha256(self.filesystem, path) == record.sha256
+            except FileNotFoundError:
+                intact = False
+            if intact:
+                continue
+            logger.warning(
+                "%s: missing or damaged (checksum mismatch); it and the %d shard(s) after it are encoded again",
+                path,
+                len(self.manifest["shards"]) - position - 1,
+            )
+            for later in self.manifest["shards"][position:]:
+                later_path = posixpath.join(self.directory, later["file"])
+                if self.filesystem.get_file_info(later_path).type != pafs.FileType.NotFound:
+                    self.filesystem.delete_file(later_path)
+            del self.manifest["shards"][position:]
+            self.manifest["rows"] = record.start
+            self.manifest["skipped_lines"] = sum(r.get("skipped_lines", 0) for r in self.manifest["shards"])
+            self.manifest["complete"] = False
+            write_manifest(self.filesystem, self.directory, self.manifest)
+            return
 
     def _clean(self) -> None:
         """Remove what a killed run left: temporary files, and shard files the manifest does not list."""

@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import posixpath
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,14 +104,19 @@ class StoreSource:
     def batches(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         import pyarrow.parquet as pq
 
-        for shard in self.store.shards:
-            path = posixpath.join(self.store.directory, shard.file)
+        for index in range(len(self.store.shards)):
+            path = self.store.checked_shard(index)  # a damaged shard is refused, never indexed
             with self.store.filesystem.open_input_file(path) as handle:
-                # No pre-buffering, small reads: pyarrow otherwise holds about 330 MB per shard (measured).
-                parquet = pq.ParquetFile(handle, pre_buffer=False, buffer_size=1 << 20)
-                for batch in parquet.iter_batches(batch_size=min(rows, 16_384), columns=["id", "embedding"]):
-                    embedding = batch.column(1)
-                    flat = embedding.flatten().to_numpy(zero_copy_only=False)
+                with self.store.reading_shard(index):
+                    # No pre-buffering, small reads: pyarrow otherwise holds about 330 MB per shard (measured).
+                    parquet = pq.ParquetFile(handle, pre_buffer=False, buffer_size=1 << 20)
+                    batches = parquet.iter_batches(batch_size=min(rows, 16_384), columns=["id", "embedding"])
+                while True:
+                    with self.store.reading_shard(index):  # not around the yield (see iter_batches)
+                        batch = next(batches, None)
+                    if batch is None:
+                        break
+                    flat = batch.column(1).flatten().to_numpy(zero_copy_only=False)
                     yield batch.column(0).to_numpy(), self._floats(flat.reshape(len(batch), self.dim))
 
     def sample(self, positions: np.ndarray) -> np.ndarray:
@@ -160,9 +164,12 @@ def build_index(
     count, dim, output = len(source), source.dim, Path(output)
     if count == 0:
         raise ValueError("the source holds no vectors: there is nothing to index")
+    files.check_output(output)
     choice = choose_kind(count, dim, max_memory) if kind == "auto" else None
     index = VectorIndex(dim, choice.kind if choice else kind, metric, None, params, identity, rescore, count)
     index.texts, index.store_path = None, str(Path(store_path).resolve()) if store_path else None
+    if isinstance(source, StoreSource):
+        index.store_digest = source.store.digest
     rng = np.random.default_rng(0)
     sample = source.sample(np.sort(rng.choice(count, min(count, TRAIN_SAMPLE), replace=False)))
     if metric == "cosine":  # in place: the sample is the largest thing a build holds

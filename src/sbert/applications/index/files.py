@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,41 @@ def file_record(path: Path) -> dict[str, Any]:
     return {"bytes": path.stat().st_size, "sha256": sha256(path)}
 
 
-def read_ids(path: Path, count: int) -> np.ndarray:
-    """The corpus ids in FAISS order, memory-mapped: a 40M-vector index does not hold 320 MB of them."""
+def check_output(path: Path) -> None:
+    """Refuse to write an index over anything but an sbert index (replaced) or an empty folder.
+
+    Checked before any work starts, so a mistyped ``--output`` never costs a build or a user's files.
+    """
+    if path.is_dir():
+        entries = sorted(entry.name for entry in path.iterdir())
+        if not entries or _is_index(path / MANIFEST_FILE):
+            return
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise FileExistsError(
+            f"{path} holds files that are not an sbert index ({shown}); refusing to replace it: "
+            "choose another output directory"
+        )
+    if os.path.lexists(path):
+        raise FileExistsError(f"{path} exists and is not a directory; refusing to replace it with an index")
+
+
+def _is_index(manifest: Path) -> bool:
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")).get("format") == "sbert-index"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def read_ids(path: Path, manifest: dict[str, Any]) -> np.ndarray:
+    """The corpus ids in FAISS order, memory-mapped: a 40M-vector index does not hold 320 MB of them.
+
+    Checked against the manifest's size and SHA-256 first, so a damaged file is blamed on itself,
+    not on the corpus whose ids it no longer matches.
+    """
+    count = manifest["count"]
+    record = manifest.get("files", {}).get(IDS_FILE)
+    if record is not None:
+        check_file(path, record)
     try:
         ids = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError as error:
@@ -97,7 +131,12 @@ def read_ids(path: Path, count: int) -> np.ndarray:
     return ids if ids.dtype == np.int64 else ids.astype(np.int64)
 
 
-def read_corpus(path: Path, ids: np.ndarray) -> list[str | None]:
+def read_corpus(path: Path, ids: np.ndarray, manifest: dict[str, Any]) -> list[str | None]:
+    """The texts of ``corpus.jsonl``, checked against the manifest's size and SHA-256 first: an
+    edited corpus would serve texts the vectors were not made from."""
+    record = manifest.get("files", {}).get(CORPUS_FILE)
+    if record is not None:
+        check_file(path, record)
     texts: list[str | None] = []
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

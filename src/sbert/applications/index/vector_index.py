@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from sbert.applications.index.kinds import (
 )
 from sbert.applications.rescoring import RescoreVectors, rescore
 from sbert.applications.search import Hit, as_numpy
+from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
 from sbert.quantization import QuantizationRanges
 from sbert.similarity import ArrayLike
@@ -85,6 +85,8 @@ class VectorIndex:
         self.ids = np.empty(0, dtype=np.int64)
         self.texts: list[str | None] | None = []
         self.store_path: str | None = None  # texts looked up by id in this store
+        self.store_digest: str | None = None  # EmbeddingStore.digest of that store when indexed
+        self._store: Any = None  # the store, opened (and checked against store_digest) once
         self.rescore_vectors: RescoreVectors | None = None
         self.choice: str | None = None  # why kind="auto" chose this kind
         self.faiss_index: Any = make_faiss_index(kind, dim, self.params)
@@ -238,16 +240,29 @@ class VectorIndex:
     def texts_of(self, corpus_ids: Sequence[int]) -> list[str | None]:
         """The texts of several corpus ids; read from the store by id when the index was built from one."""
         if self.texts is None:
-            from sbert.store import EmbeddingStore
-
             if self.store_path is None:
                 return [None] * len(corpus_ids)
-            return list(EmbeddingStore.open(self.store_path).texts(np.asarray(corpus_ids, dtype=np.int64)))
+            return list(self._texts_store().texts(np.asarray(corpus_ids, dtype=np.int64)))
         found = []
         for corpus_id in corpus_ids:
             positions = np.flatnonzero(self.ids == corpus_id)
             found.append(self.texts[int(positions[0])] if len(positions) else None)
         return found
+
+    def _texts_store(self) -> Any:
+        """The store the texts come from, refused if it is not the store this index was built from."""
+        if self._store is None:
+            from sbert.store import EmbeddingStore
+
+            store = EmbeddingStore.open(str(self.store_path))
+            if self.store_digest is not None and store.digest != self.store_digest:
+                raise files.IndexLoadError(
+                    f"{self.store_path}: the store changed since this index was built from it "
+                    f"(store digest {store.digest[:16]}…, index {self.store_digest[:16]}…), so its ids "
+                    "may name other texts; build the index again from the store"
+                )
+            self._store = store
+        return self._store
 
     def vectors(self) -> np.ndarray:
         """The stored vectors, (n, dim), as FAISS holds them (unit length for cosine).
@@ -271,8 +286,8 @@ class VectorIndex:
     def save(self, path: str | Path) -> None:
         """Write the index directory atomically (temporary directory, then rename)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        files.check_output(path)
+        staging = staging_dir(path)
         try:
             with (staging / IDS_FILE).open("wb") as handle:
                 np.save(handle, np.asarray(self.ids), allow_pickle=False)
@@ -299,7 +314,11 @@ class VectorIndex:
             "params": self.params,
             "rescore": self.rescore_precision,
             "rescore_ranges": ranges.to_dict() if ranges is not None else None,
-            "texts": {"store": self.store_path} if self.texts is None else "corpus",
+            "texts": (
+                {"store": self.store_path, "store_digest": self.store_digest}
+                if self.texts is None
+                else "corpus"
+            ),
         }
 
     @classmethod
@@ -333,12 +352,13 @@ class VectorIndex:
         )
         index.faiss_index = faiss_index
         apply_search_params(faiss_index, index.kind, index.params)
-        index.ids = files.read_ids(path / IDS_FILE, manifest["count"])
+        index.ids = files.read_ids(path / IDS_FILE, manifest)
         texts = manifest.get("texts", "corpus")
         if isinstance(texts, dict):
             index.texts, index.store_path = None, texts.get("store")
+            index.store_digest = texts.get("store_digest")
         else:
-            index.texts = files.read_corpus(path / CORPUS_FILE, index.ids)
+            index.texts = files.read_corpus(path / CORPUS_FILE, index.ids, manifest)
         if index.rescore_precision is not None:
             index.rescore_vectors = files.read_rescore(path, manifest)
         return index
