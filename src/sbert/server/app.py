@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -87,6 +87,11 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     async def http_error(_: Request, error: Exception) -> Response:  # unknown path, wrong method
         assert isinstance(error, HTTPException)
         return await api_error(_, APIError(error.status_code, str(error.detail)))
+
+    async def client_gone(_: Request, error: Exception) -> Response:
+        # The client left mid-body: nobody reads this answer, and it is no server error to log.
+        # 499 is nginx's "client closed request", so /metrics counts these apart.
+        return Response(status_code=499)
 
     async def server_error(_: Request, error: Exception) -> Response:  # a bug: still JSON, logged
         return await api_error(_, APIError(500, f"internal error: {type(error).__name__}: {error}"))
@@ -224,7 +229,12 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             Route("/v1/models", models, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
         ],
-        exception_handlers={APIError: api_error, HTTPException: http_error, Exception: server_error},
+        exception_handlers={
+            APIError: api_error,
+            HTTPException: http_error,
+            ClientDisconnect: client_gone,
+            Exception: server_error,
+        },
     )
     gate = Gate(app, metrics, api_key, max_concurrent, retry_after=service.batcher.retry_after)
     return gate

@@ -69,15 +69,17 @@ class Gate:
             await send(message)
 
         refusal = self._refusal(scope)
-        if refusal is not None:
-            await respond(refusal, record_status)
-        else:
-            self.in_flight += 1
-            try:
-                await self.app(scope, receive, record_status)
-            finally:
-                self.in_flight -= 1
-        self.metrics.request(path if path in ENDPOINTS else "other", status, time.perf_counter() - start)
+        try:
+            if refusal is not None:
+                await respond(refusal, record_status)
+            else:
+                self.in_flight += 1
+                try:
+                    await self.app(scope, receive, record_status)
+                finally:
+                    self.in_flight -= 1
+        finally:  # a 500 re-raises after its answer went out (for the server's log): count it too
+            self.metrics.request(path if path in ENDPOINTS else "other", status, time.perf_counter() - start)
 
     def _refusal(self, scope: Scope) -> APIError | None:
         if self.draining:

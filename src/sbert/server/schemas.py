@@ -9,6 +9,7 @@ field and the item's index, e.g. ``input[3]: expected a string, got null``.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError
@@ -120,6 +121,12 @@ def parse_body(raw: bytes, schema: type[Body], max_items: int) -> Body:
     except json.JSONDecodeError as error:
         raise APIError(
             400, f"body: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}", "body"
+        ) from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise APIError(400, "body: JSON nested too deeply", "body") from None
+    except ValueError:  # an integer of more digits than Python converts (4300 by default)
+        raise APIError(
+            400, f"body: a number of more than {sys.get_int_max_str_digits()} digits", "body"
         ) from None
     if not isinstance(data, dict):
         raise APIError(422, f"body: expected a JSON object, got {_json_type(data)}", "body")
