@@ -151,7 +151,13 @@ def test_a_changed_archive_is_refused_and_a_bad_file_is_reported(mirror: Path, t
     (data / "stsb/original/sts-dev.csv").write_text(STSB_LINE.replace("4.2", "0.1"), encoding="utf-8")
     _, bad, _ = check(data)
     assert bad == ["stsb/original/sts-dev.csv"]
-    (mirror / "Stsbenchmark.tar.gz").write_bytes(b"not the archive recorded before")
+    other = io.BytesIO()  # a whole archive, but not the one recorded before
+    with tarfile.open(fileobj=other, mode="w:gz") as tar:
+        for member in SOURCES[0].members:
+            info = tarfile.TarInfo(member)
+            info.size = len(STSB_LINE)
+            tar.addfile(info, io.BytesIO(STSB_LINE.replace("4.2", "3.3").encode()))
+    (mirror / "Stsbenchmark.tar.gz").write_bytes(other.getvalue())
     with pytest.raises(ChecksumError, match="Stsbenchmark.tar.gz: SHA-256 .* differs"):
         download(data, ["STSb"], mirror=mirror.as_uri())
 

@@ -7,11 +7,16 @@ continues with an HTTP range request where the server offers one, and is fetched
 start where it does not. Every file lands under a temporary name and is renamed into place.
 
 **Checksums.** No archive hash is written into this table: this project's machines have no
-internet, so none could be verified, and none is invented. Instead the first download records each
-archive's SHA-256 and size in ``DIR/.downloads/ARCHIVES.sha256``; a later download of the same
-source (a re-run, another mirror) must give the same bytes or is refused. Every file written into
-the layout is listed with its SHA-256 in ``DIR/SHA256SUMS`` (the ``sha256sum -c`` format), which
-``sbert data check`` verifies.
+internet, so none could be verified, and none is invented. A download is trusted only once it is
+whole: its size equals the size the server announced (``Content-Length``, ``Content-Range``), its
+SHA-256 equals the one the mirror publishes in its own ``SHA256SUMS`` (where it has one), and the
+archive reads to the end (every zip member's CRC, the whole tar.gz stream). Only then is its SHA-256
+recorded in ``DIR/.downloads/ARCHIVES.sha256``; a later download of the same source (a re-run,
+another mirror) must give the same bytes or is refused. A download that stopped early keeps its
+``.part`` and continues on the next run; a damaged one is deleted and nothing is recorded, and a
+damaged resumed one is fetched once more from the start. Every file written into the layout is
+listed with its SHA-256 in ``DIR/SHA256SUMS`` (the ``sha256sum -c`` format), which ``sbert data
+check`` verifies.
 
 **What you get.** The files as their authors publish them, not SentEval's Moses-tokenized and
 lower-cased copies: STS12-16 land in ``sts12-16/original/`` (which sbert reads by default), SICK and
@@ -30,9 +35,11 @@ import tarfile
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from sbert.files import atomic_path
 
@@ -190,6 +197,10 @@ class ChecksumError(ValueError):
     """A file's SHA-256 differs from the one recorded for it."""
 
 
+class DownloadError(OSError):
+    """A download arrived short, damaged or unlike its published checksum; nothing was recorded."""
+
+
 def outputs(source: Source) -> list[str]:
     """The data-directory paths ``source`` writes."""
     return list(source.members) if source.convert else list(source.members.values())
@@ -210,15 +221,17 @@ def download(
             else each file's original home).
 
     Raises:
-        ValueError: an unknown data set name.
+        ValueError: an unknown data set name, or a mirror that is not a URL.
         ChecksumError: an archive differs from the one downloaded before.
+        DownloadError: a download arrived short, damaged, or unlike the mirror's published checksum.
         OSError: a source could not be reached (the message names its URL).
     """
     unknown = sorted(set(datasets) - set(DATASETS))
     if unknown:
         raise ValueError(f"unknown data set {', '.join(unknown)}; choose from {', '.join(DATASETS)}")
     root = Path(data_dir).expanduser()
-    mirror = mirror or os.environ.get(MIRROR_ENV) or None
+    mirror = _mirror_url(mirror or os.environ.get(MIRROR_ENV) or None)
+    published = _published_sums(mirror) if mirror else {}
     written: list[str] = []
     for source in SOURCES:
         if source.dataset not in datasets:
@@ -228,9 +241,10 @@ def download(
             continue
         url = f"{mirror.rstrip('/')}/{source.name}" if mirror else source.url
         on_progress(f"{source.dataset}: fetching {url}")
-        archive = _fetch(url, root / ".downloads" / source.name)
-        _check_archive(root, source.name, archive)
-        files = _unpack(source, archive)
+        archive, files = _fetch_whole(
+            source, url, root / ".downloads" / source.name, published.get(source.name)
+        )
+        _check_archive(root, source.name, archive)  # recorded only now, once the download is whole
         for relative, content in files.items():
             with atomic_path(root / relative) as tmp:
                 tmp.write_bytes(content)
@@ -266,30 +280,110 @@ def _verified(root: Path, relative: str) -> bool:
     return expected is not None and (root / relative).is_file() and _sha256(root / relative) == expected
 
 
-def _fetch(url: str, target: Path) -> Path:
-    """Download ``url`` to ``target``, continuing a ``.part`` left by an interrupted run."""
+def _mirror_url(mirror: str | None) -> str | None:
+    """A mirror must be a URL: a bare folder gets the ``file://`` URL it probably meant."""
+    if mirror and "://" not in mirror:
+        raise ValueError(
+            f"mirror {mirror!r} is not a URL; for a local folder use {Path(mirror).expanduser().resolve().as_uri()}"
+        )
+    return mirror
+
+
+def _published_sums(mirror: str) -> dict[str, str]:
+    """The mirror's own ``SHA256SUMS`` (``sha256sum`` format), or nothing where it publishes none."""
+    try:
+        with urllib.request.urlopen(f"{mirror.rstrip('/')}/{SUMS_FILE}", timeout=60) as response:
+            text = response.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError, TimeoutError):
+        return {}
+    sums = {}
+    for line in text.splitlines():
+        digest, _, name = line.strip().partition(" ")
+        if len(digest) == 64 and name:
+            sums[PurePosixPath(name.strip().lstrip("*")).name] = digest.lower()
+    return sums
+
+
+def _fetch_whole(
+    source: Source, url: str, target: Path, published: str | None
+) -> tuple[Path, dict[str, bytes]]:
+    """Fetch ``source`` and check it is whole (size, published SHA-256, archive read to the end).
+
+    A damaged download is deleted; where it continued a ``.part``, it is fetched once more from the
+    start (the ``.part`` may have come from elsewhere).
+    """
+    for attempt in range(2):
+        archive, resumed = _fetch(url, target)
+        try:
+            digest = _sha256(archive) if published else None
+            if published and digest != published:
+                raise DownloadError(
+                    f"{source.name} from {url}: SHA-256 {digest} differs from {published} published in the "
+                    f"mirror's {SUMS_FILE}; the download is damaged or the mirror holds another file"
+                )
+            return archive, _unpack(source, archive)
+        except DownloadError:
+            archive.unlink(missing_ok=True)
+            if not (resumed and attempt == 0):
+                raise
+            logger.warning(
+                "%s: the resumed download is damaged; fetching it again from the start", source.name
+            )
+    raise AssertionError("unreachable")
+
+
+def _fetch(url: str, target: Path) -> tuple[Path, bool]:
+    """Download ``url`` to ``target``, continuing a ``.part`` left by an interrupted run.
+
+    Returns the file and whether it continued a ``.part``.
+
+    Raises:
+        DownloadError: fewer bytes arrived than the server announced (the ``.part`` is kept, so the
+            next run continues it) or more (the ``.part`` is deleted).
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
-            resumed = have and (getattr(response, "status", None) == 206 or url.startswith("file:"))
-            if have and url.startswith("file:"):
+            resumed = bool(have) and (getattr(response, "status", None) == 206 or url.startswith("file:"))
+            expected = _announced_size(response, have if resumed else 0)
+            if resumed and url.startswith("file:"):
                 response.read(have)  # a local file has no range requests: skip what is there
+                expected = _announced_size(response, 0)  # a file:// length is the whole file's
             with part.open("ab" if resumed else "wb") as out:
                 shutil.copyfileobj(response, out, _CHUNK)
     except urllib.error.HTTPError as error:
         if error.code == 416 and have:  # the .part already holds everything
             os.replace(part, target)
-            return target
+            return target, True
         raise OSError(f"{url}: HTTP {error.code} {error.reason}") from error
     except (urllib.error.URLError, TimeoutError) as error:
         raise OSError(
             f"{url}: cannot download ({getattr(error, 'reason', error)}); offline? use --mirror"
         ) from error
+    size = part.stat().st_size
+    if expected is not None and size < expected:
+        raise DownloadError(
+            f"{url}: the download stopped at {size} of {expected} bytes; run the same command again to continue it"
+        )
+    if expected is not None and size > expected:
+        part.unlink()
+        raise DownloadError(
+            f"{url}: {size} bytes arrived, {expected} were announced; the download was deleted"
+        )
     os.replace(part, target)
-    return target
+    return target, resumed
+
+
+def _announced_size(response: Any, offset: int) -> int | None:
+    """The whole file's size as the answer announces it: ``Content-Range``'s total, else the length."""
+    total = (response.headers.get("Content-Range") or "").rpartition("/")[2]
+    if total.isdigit():
+        return int(total)
+    length = response.headers.get("Content-Length")
+    return offset + int(length) if length and length.isdigit() else None
 
 
 def _check_archive(root: Path, name: str, archive: Path) -> None:
@@ -302,7 +396,8 @@ def _check_archive(root: Path, name: str, archive: Path) -> None:
         archive.unlink()
         raise ChecksumError(
             f"{name}: SHA-256 {digest} differs from {recorded} recorded in {root / ARCHIVE_SUMS} "
-            "at the first download; the source changed or the download is corrupt"
+            "at the first download; the source changed or the download is corrupt (if you trust the "
+            f"new file, delete the line for {name} there and run again)"
         )
 
 
@@ -310,16 +405,22 @@ def _unpack(source: Source, archive: Path) -> dict[str, bytes]:
     """The data-directory files of ``source``: path → content."""
     if "" in source.members:  # a plain file
         return {source.members[""]: archive.read_bytes()}
-    if source.name.endswith((".tar.gz", ".tgz")):
-        with tarfile.open(archive, "r:gz") as tar:
-            contents = {
-                member.name: tar.extractfile(member).read()  # type: ignore[union-attr]
-                for member in tar.getmembers()
-                if member.isfile()
-            }
-    else:
-        with zipfile.ZipFile(archive) as zipped:
-            contents = {name: zipped.read(name) for name in zipped.namelist() if not name.endswith("/")}
+    try:  # read to the end: a truncated stream or a bad CRC raises here, before anything is trusted
+        if source.name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(archive, "r:gz") as tar:
+                contents = {
+                    member.name: tar.extractfile(member).read()  # type: ignore[union-attr]
+                    for member in tar.getmembers()
+                    if member.isfile()
+                }
+        else:
+            with zipfile.ZipFile(archive) as zipped:
+                contents = {name: zipped.read(name) for name in zipped.namelist() if not name.endswith("/")}
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError) as error:
+        raise DownloadError(
+            f"{source.name}: not a readable archive ({type(error).__name__}: {error}); it was deleted and "
+            "nothing was recorded: run the same command again"
+        ) from None
     if source.convert:
         return source.convert(contents)
     absent = [member for member in source.members if member not in contents]
