@@ -118,6 +118,15 @@ class SentenceEncoder(nn.Module):
         check_precision(precision)
         check_backend(backend)
         path = resolve_model_path(name_or_path)
+        from sbert.static.io import is_static  # a static model is a SentenceEncoder too
+
+        if is_static(path):
+            from sbert.static.encoder import StaticEncoder
+
+            static = StaticEncoder.load(
+                path, str(name_or_path), max_seq_length=max_seq_length, pooling=pooling
+            )
+            return static.to(device or "cpu")  # a table lookup gains nothing from a GPU
         transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
         model = cls(transformer, pooler, layers, name=str(name_or_path or DEFAULT_MODEL))
         model.source = str(path)

@@ -340,6 +340,8 @@ class Batcher:
 
 def token_counts(model: Any, texts: Sequence[str]) -> list[int]:
     """Tokens of each text before truncation, special tokens included, as the model tokenizes it."""
+    if hasattr(model, "token_counts"):  # a static model: its own tokenizer, no transformer
+        return list(model.token_counts(texts))
     transformer = model.transformer
     if transformer.do_lower_case:
         texts = [text.lower() for text in texts]
