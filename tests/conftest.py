@@ -13,8 +13,18 @@ import torch
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from sbert import SentenceEncoder
+from sbert.inference.cpu import this_cpu
+from sbert.inference.precision import openvino_installed
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Tests that compute int8 through sbert's plan need the real instruction: elsewhere sbert rightly
+# runs float32 instead, and tests/inference/test_cpu_classes.py checks that plan by simulation.
+needs_native_int8 = pytest.mark.skipif(
+    not (this_cpu().int8 and openvino_installed(with_nncf=True)),
+    reason="sbert runs int8 only where the CPU has int8 dot products (VNNI or AMX) and the openvino "
+    "extra is installed; elsewhere it falls back to float32, which test_cpu_classes.py checks by simulation",
+)
 WORDS = [
     "a",
     "an",
@@ -91,7 +101,7 @@ def tiny_encoder(tiny_model_dir: Path) -> SentenceEncoder:
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    path = Path(os.environ.get("SBERT_DATA", REPO.parent / "shared" / "data"))
+    path = Path(os.path.abspath(os.environ.get("SBERT_DATA", REPO.parent / "shared" / "data")))
     if not (path / "stsb").is_dir():
         pytest.skip(f"data directory {path} not found (set SBERT_DATA)")
     return path

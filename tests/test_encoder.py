@@ -6,10 +6,11 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.batching import length_sorted_batches
-from sbert.inference.precision import cpu_has_native_bf16, cpu_has_native_int8, openvino_installed
+from sbert.inference.cpu import BF16_AND_VNNI, CpuCapabilities, this_cpu
+from sbert.inference.precision import cpu_has_native_bf16, openvino_installed
 
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
-INT8_HERE = cpu_has_native_int8() and openvino_installed(with_nncf=True)
+INT8_HERE = this_cpu().int8 and openvino_installed(with_nncf=True)
 
 SENTENCES = [
     "a man plays the guitar",
@@ -93,14 +94,16 @@ def test_training_mode_is_restored(tiny_encoder: SentenceEncoder) -> None:
 
 
 @pytest.fixture()
-def native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pretend the CPU has native bf16 so that the bf16 path runs on any machine (emulated there)."""
-    from sbert.inference import precision
+def native_bf16(monkeypatch: pytest.MonkeyPatch) -> CpuCapabilities:
+    """Models made from now on plan for a CPU with native bf16 and VNNI, so the bf16 path runs on
+    any machine (emulated where the CPU has no bf16)."""
+    monkeypatch.setattr("sbert.encoder.this_cpu", lambda: BF16_AND_VNNI)
+    return BF16_AND_VNNI
 
-    monkeypatch.setattr(precision, "_native_bf16", lambda device: True)
 
-
-def test_precision_and_backend_are_visible_and_overridable(tiny_model_dir, native_bf16: None) -> None:
+def test_precision_and_backend_are_visible_and_overridable(
+    tiny_model_dir, native_bf16: CpuCapabilities
+) -> None:
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
     assert model.precision == "bfloat16"
     assert model.backend == ("openvino" if openvino_installed() else "torch")
@@ -113,8 +116,9 @@ def test_precision_and_backend_are_visible_and_overridable(tiny_model_dir, nativ
 
 @pytest.mark.parametrize("backend", BACKENDS_HERE)
 def test_bfloat16_stays_close_and_batch_independent(
-    tiny_encoder: SentenceEncoder, native_bf16: None, backend: str
+    tiny_encoder: SentenceEncoder, native_bf16: CpuCapabilities, backend: str
 ) -> None:
+    tiny_encoder.cpu_capabilities = native_bf16  # made before the fixture
     tiny_encoder.requested_backend = backend
     exact = tiny_encoder.encode(SENTENCES, precision="float32")
     fast = tiny_encoder.encode(SENTENCES, precision="bfloat16")
@@ -219,12 +223,12 @@ def test_token_budget_changes_batches_not_vectors(
         tiny_encoder.encode(SENTENCES, max_tokens=0)
 
 
-def test_auto_never_calibrates(tiny_model_dir, native_bf16: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_never_calibrates(
+    tiny_model_dir, native_bf16: CpuCapabilities, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A one-line query must not pay seconds of calibration, nor a long input get other vectors."""
-    from sbert.inference import precision
     from sbert.inference.openvino_engine import OpenVinoEngine
 
-    monkeypatch.setattr(precision, "cpu_has_native_int8", lambda: True)
     monkeypatch.setattr(OpenVinoEngine, "_quantize", lambda *args: pytest.fail("auto calibrated"))
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu")
     assert model.precision == "bfloat16"

@@ -19,11 +19,13 @@ from tqdm.auto import tqdm
 
 from sbert.batching import length_sorted_batches
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.inference import FastBert, resolve_precision
+from sbert.inference import FastBert
+from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.fast_bert import parameter_version, supports
 from sbert.inference.openvino_engine import OpenVinoEngine
 from sbert.inference.packing import MAX_PASS_TOKENS, packable, packed_passes
-from sbert.inference.precision import check_backend, check_precision, resolve_backend, torch_precision
+from sbert.inference.plan import EnginePlan, make_plan
+from sbert.inference.precision import check_backend, check_precision
 from sbert.model_io import load_modules, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
 from sbert.modules.normalize import Normalize
@@ -76,6 +78,11 @@ class SentenceEncoder(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.name = name or "unnamed"
         self.source: str | None = None
+        self.cpu_capabilities: CpuCapabilities = (
+            this_cpu()
+        )  # the plan is made for these; tests simulate others
+        self._plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan] = {}
+        self._openvino_failed: str | None = None  # why OpenVINO could not compile this model
         self.requested_precision = "auto"
         self.requested_backend = "auto"
         self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
@@ -157,6 +164,44 @@ class SentenceEncoder(nn.Module):
         return next(self.parameters()).device
 
     @property
+    def requested_precision(self) -> str:
+        """The precision asked for (``auto``, ``float32``, ...); :attr:`precision` is what runs."""
+        return self._requested_precision
+
+    @requested_precision.setter
+    def requested_precision(self, precision: str) -> None:
+        self._requested_precision = check_precision(precision)
+
+    @property
+    def requested_backend(self) -> str:
+        """The backend asked for (``auto``, ``torch``, ``openvino``); :attr:`backend` is what runs."""
+        return self._requested_backend
+
+    @requested_backend.setter
+    def requested_backend(self, backend: str) -> None:
+        self._requested_backend = check_backend(backend)
+
+    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
+        """Ask for another precision or backend; returns the plan that now runs.
+
+        Example:
+            >>> SentenceEncoder.from_pretrained().set_precision("float32").precision
+            'float32'
+        """
+        if precision is not None:
+            self.requested_precision = precision
+        if backend is not None:
+            self.requested_backend = backend
+        return self.plan
+
+    @property
+    def plan(self) -> EnginePlan:
+        """What ``encode()`` runs (:class:`~sbert.inference.plan.EnginePlan`): precision, backend,
+        packing and why each differs from what was asked for. Resolved once for the requested
+        precision and backend, the device and :attr:`cpu_capabilities`; made anew only when one of them changes."""
+        return self._plan_for(self.requested_precision)
+
+    @property
     def precision(self) -> str:
         """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``.
 
@@ -165,17 +210,33 @@ class SentenceEncoder(nn.Module):
         on the device, the backend and the installed extras, never on an input's length or on what
         is cached, so one sentence gets one vector from every call (an index and its queries agree).
         """
-        return resolve_precision(self.requested_precision, self.device, self.requested_backend)
+        return self.plan.precision
 
     @property
     def backend(self) -> str:
         """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
-        return resolve_backend(self.requested_backend, self.device, self.precision)
+        return self.plan.backend
 
     @property
     def packs(self) -> bool:
         """Whether ``encode(pack=True)`` packs rows here: a BERT model on OpenVINO in float32 or bf16."""
-        return self.backend == "openvino" and packable(self.transformer.model, self.precision)
+        return self.plan.packs
+
+    def _plan_for(self, precision: str) -> EnginePlan:
+        key = (check_precision(precision), self.requested_backend, str(self.device), self.cpu_capabilities)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = make_plan(
+                precision,
+                self.requested_backend,
+                self.device,
+                self.cpu_capabilities,
+                lambda chosen: packable(self.transformer.model, chosen),
+            )
+            if plan.backend == "openvino" and plan.requested_backend == "auto" and self._openvino_failed:
+                plan = plan.without_openvino(self._openvino_failed)
+            self._plans[key] = plan
+        return plan
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
@@ -246,17 +307,15 @@ class SentenceEncoder(nn.Module):
         for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
             if value is not None:
                 _check_count(name, value)
-        run_precision = resolve_precision(
-            self.requested_precision if precision is None else precision, self.device, self.requested_backend
-        )
+        plan = self._plan_for(self.requested_precision if precision is None else precision)
         single = isinstance(sentences, str)
         texts = as_texts(sentences)
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
         if texts:
-            backend = resolve_backend(self.requested_backend, self.device, run_precision)
-            engine = self._openvino_engine(run_precision) if backend == "openvino" else None
-            if backend == "openvino" and engine is None:  # conversion failed: what PyTorch can run
-                run_precision = torch_precision(run_precision, self.device)
+            engine = self._openvino_engine(plan.precision) if plan.backend == "openvino" else None
+            if plan.backend == "openvino" and engine is None:  # conversion failed: the plan says so now
+                plan = self._plan_for(plan.requested_precision)
+            run_precision = plan.precision
             tokenized = self.tokenize(texts)
             if tokenized.truncated:
                 logger.warning(
@@ -265,7 +324,7 @@ class SentenceEncoder(nn.Module):
                     len(texts),
                     self.max_seq_length,
                 )
-            packed = pack and engine is not None and engine.can_pack
+            packed = pack and engine is not None and plan.packs
             batches = cast(  # index arrays, or packed passes (rows of indices)
                 Sequence[Any],
                 packed_passes(
@@ -333,18 +392,27 @@ class SentenceEncoder(nn.Module):
             engine is None
             or engine.version != parameter_version(self.transformer.model)
             or engine.calibration is not calibration
+            or engine.native_bf16 != self.cpu_capabilities.bf16
         ):
             try:
-                engine = OpenVinoEngine(self.transformer, self.pooling, precision, calibration)
+                engine = OpenVinoEngine(
+                    self.transformer,
+                    self.pooling,
+                    precision,
+                    calibration,
+                    native_bf16=self.cpu_capabilities.bf16,
+                )
             except ValueError:  # bad input (an empty calibration set): the caller's to fix
                 raise
             except Exception as error:  # an architecture OpenVINO cannot convert
                 if self.requested_backend == "openvino":
                     raise
-                logger.warning(
-                    "OpenVINO could not compile %s (%s); PyTorch runs it instead", self.name, error
+                # Recorded in the plan: precision and backend then report what PyTorch runs.
+                self._openvino_failed = (
+                    f"OpenVINO could not compile {self.name} ({error}); PyTorch runs it instead"
                 )
-                self.requested_backend = "torch"
+                logger.warning(self._openvino_failed)
+                self._plans.clear()
                 return None
             self._openvino[precision] = engine
         return engine

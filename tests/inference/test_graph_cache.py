@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from tests.conftest import needs_native_int8
 
 from sbert import SentenceEncoder
 from sbert.inference import graph_cache
 from sbert.inference.graph_cache import cache_dir, fingerprint
 from sbert.inference.openvino_engine import OpenVinoEngine
-from sbert.inference.precision import cpu_has_native_int8
 
 pytest.importorskip("nncf")
 
@@ -195,7 +195,7 @@ def _full_disk(limit: int = 64) -> Iterator[None]:
         signal.signal(signal.SIGXFSZ, handler)
 
 
-@pytest.mark.skipif(not cpu_has_native_int8(), reason="int8 runs on OpenVINO only with VNNI or AMX")
+@needs_native_int8
 def test_int8_runs_from_memory_when_the_cache_cannot_be_written(
     tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sbert_warnings: list[str]
 ) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tests.conftest import needs_native_int8
 
 from sbert import SentenceEncoder
 from sbert.batching import length_sorted_batches
@@ -52,6 +53,7 @@ def test_float32_equals_pytorch_with_layers_after_pooling(tiny_model_dir: Path, 
     np.testing.assert_allclose(model.encode(SENTENCES, precision="float32"), expected, atol=1e-5)
 
 
+@needs_native_int8
 def test_int8_vector_does_not_depend_on_its_batch(tiny_model_dir: Path) -> None:
     model = _encoder(tiny_model_dir, precision="int8", calibration_sentences=CALIBRATION)
     assert (model.precision, model.backend) == ("int8", "openvino")
@@ -100,6 +102,7 @@ def test_mixed_without_bert_names_runs_unquantized_with_a_warning(
     assert _int8_products(engine) == []
 
 
+@needs_native_int8
 def test_mixed_is_close_to_float32_and_to_itself_in_any_batch(tiny_model_dir: Path) -> None:
     model = _encoder(tiny_model_dir, precision="mixed", calibration_sentences=CALIBRATION)
     assert (model.precision, model.backend) == ("mixed", "openvino")
@@ -111,6 +114,7 @@ def test_mixed_is_close_to_float32_and_to_itself_in_any_batch(tiny_model_dir: Pa
     assert cosines.min() > 0.99 and np.abs(alone - exact).max() > 1e-4  # close, and really quantized
 
 
+@needs_native_int8
 def test_int8_ranges_come_from_the_calibration_set(tiny_model_dir: Path) -> None:
     ours = _encoder(tiny_model_dir, precision="int8", calibration_sentences=CALIBRATION)
     again = _encoder(tiny_model_dir, precision="int8", calibration_sentences=list(CALIBRATION))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tests.conftest import needs_native_int8
 
 from sbert import SentenceEncoder
 from sbert.inference.packing import (
@@ -93,7 +94,10 @@ def test_encode_packed_equals_encode_with_layers_after_pooling(tiny_model_dir: P
     np.testing.assert_allclose(model.encode(texts[:1], pack=True), padded[:1], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize(("backend", "precision"), [("torch", "float32"), ("openvino", "int8")])
+@pytest.mark.parametrize(
+    ("backend", "precision"),
+    [("torch", "float32"), pytest.param("openvino", "int8", marks=needs_native_int8)],
+)
 def test_where_it_cannot_pack_padded_batches_run(tiny_model_dir: Path, backend: str, precision: str) -> None:
     pytest.importorskip("openvino")
     model = SentenceEncoder.from_pretrained(

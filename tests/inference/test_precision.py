@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from sbert.inference import precision as precision_module
+from sbert.inference.cpu import CpuCapabilities
 from sbert.inference.precision import (
     PRECISIONS,
     check_precision,
@@ -16,6 +17,10 @@ from sbert.inference.precision import (
 )
 
 CPU = torch.device("cpu")
+
+
+def caps(bf16: bool, int8: bool = False) -> CpuCapabilities:
+    return CpuCapabilities(bf16=bf16, int8=int8, name="simulated")
 
 
 @pytest.fixture(autouse=True)
@@ -69,35 +74,36 @@ def test_native_bf16_and_int8_are_read_from_cpu_flags(
 def test_auto_follows_the_hardware_extras_and_backend(
     monkeypatch: pytest.MonkeyPatch, bf16: bool, int8: bool, extra: bool, backend: str, auto: str
 ) -> None:
-    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: bf16)
-    monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: int8)
     monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: extra)
-    assert resolve_precision("auto", CPU, backend) == auto
-    assert resolve_precision("float32", CPU, backend) == "float32"
-    assert resolve_precision("auto", torch.device("cuda"), backend) == ("bfloat16" if bf16 else "float32")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16)
+    cpu = caps(bf16, int8)
+    assert resolve_precision("auto", CPU, backend, cpu) == auto
+    assert resolve_precision("float32", CPU, backend, cpu) == "float32"
+    assert resolve_precision("auto", torch.device("cuda"), backend, cpu) == (
+        "bfloat16" if bf16 else "float32"
+    )
 
 
 @pytest.mark.parametrize(("bf16", "fallback"), [(True, "bfloat16"), (False, "float32")])
 def test_mixed_without_int8_keeps_what_it_can(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, bf16: bool, fallback: str
 ) -> None:
-    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: bf16)
     monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: False)
+    cpu = caps(bf16, int8=True)
     with caplog.at_level(logging.WARNING, logger="sbert"):
-        assert resolve_precision("mixed", CPU) == fallback
-        assert resolve_precision("mixed", CPU) == fallback
+        assert resolve_precision("mixed", CPU, cpu=cpu) == fallback
+        assert resolve_precision("mixed", CPU, cpu=cpu) == fallback
     notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1 and f"so {fallback} is used instead" in notices[0]
-    assert torch_precision("mixed", CPU) == fallback
-    assert torch_precision("int8", CPU) == "float32"
+    assert torch_precision("mixed", CPU, cpu) == fallback
+    assert torch_precision("int8", CPU, cpu) == "float32"
 
 
 def test_bf16_without_hardware_falls_back_with_one_notice(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(precision_module, "_native_bf16", lambda device: False)
     with caplog.at_level(logging.WARNING, logger="sbert"):
-        assert resolve_precision("bfloat16", CPU) == "float32"
+        assert resolve_precision("bfloat16", CPU, cpu=caps(False)) == "float32"
     notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1 and "float32 is used instead" in notices[0]
 
@@ -112,24 +118,24 @@ def test_bf16_without_hardware_falls_back_with_one_notice(
 def test_int8_without_hardware_or_extra_falls_back_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, vnni: bool, extra: bool, notice: str
 ) -> None:
-    monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: vnni)
     monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: extra)
+    cpu = caps(False, vnni)
     with caplog.at_level(logging.WARNING, logger="sbert"):
-        assert resolve_precision("int8", CPU) == "float32"
-        assert resolve_precision("int8", CPU) == "float32"
+        assert resolve_precision("int8", CPU, cpu=cpu) == "float32"
+        assert resolve_precision("int8", CPU, cpu=cpu) == "float32"
     notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1 and notice in notices[0] and "float32 is used instead" in notices[0]
 
 
 def test_int8_where_it_can_run(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(precision_module, "cpu_has_native_int8", lambda: True)
     monkeypatch.setattr(precision_module, "openvino_installed", lambda with_nncf=False: True)
-    assert resolve_precision("int8", CPU) == "int8"
-    assert resolve_precision("int8", CPU, "openvino") == "int8"
+    cpu = caps(False, int8=True)
+    assert resolve_precision("int8", CPU, cpu=cpu) == "int8"
+    assert resolve_precision("int8", CPU, "openvino", cpu) == "int8"
     assert resolve_backend("auto", CPU, "int8") == "openvino"
-    assert resolve_precision("int8", torch.device("cuda")) == "float32"
+    assert resolve_precision("int8", torch.device("cuda"), cpu=cpu) == "float32"
     with caplog.at_level(logging.WARNING, logger="sbert"):
-        assert resolve_precision("int8", CPU, "torch") == "float32"
+        assert resolve_precision("int8", CPU, "torch", cpu) == "float32"
     assert "runs only on the openvino backend" in caplog.text
 
 

@@ -9,13 +9,13 @@ import torch
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.evaluation import SimilarityEvaluator
-from sbert.inference import cpu_has_native_bf16
+from sbert.inference.cpu import this_cpu
 from sbert.inference.openvino_engine import default_calibration_sentences
-from sbert.inference.precision import cpu_has_native_int8, openvino_installed
+from sbert.inference.precision import openvino_installed
 
 pytestmark = pytest.mark.integration
 BACKENDS_HERE = ["torch", "openvino"] if openvino_installed() else ["torch"]
-INT8_HERE = cpu_has_native_int8() and openvino_installed(with_nncf=True)
+INT8_HERE = this_cpu().int8 and openvino_installed(with_nncf=True)
 AUTO_CANDIDATES = [("bfloat16", backend) for backend in BACKENDS_HERE] + [("mixed", "openvino")]
 
 
@@ -35,7 +35,7 @@ def int8_encoder() -> SentenceEncoder:
 def low_precision_encoder(request: pytest.FixtureRequest) -> SentenceEncoder:
     """The precisions ``auto`` may pick, each bound to STSb Spearman ± 0.1 and cosine distance 0.005."""
     precision, backend = request.param
-    if not cpu_has_native_bf16():
+    if not this_cpu().bf16:
         pytest.skip("this CPU has no native bf16; auto runs float32 here")
     if precision == "mixed" and not INT8_HERE:
         pytest.skip("mixed needs VNNI/AMX and the openvino extra")
@@ -48,7 +48,7 @@ def _max_cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def test_auto_is_bf16_where_the_cpu_has_it_and_never_calibrated() -> None:
-    expected = "bfloat16" if cpu_has_native_bf16() else "float32"
+    expected = "bfloat16" if this_cpu().bf16 else "float32"
     assert SentenceEncoder.from_pretrained(device="cpu").precision == expected
 
 

@@ -1,6 +1,7 @@
 """A miniature of every cell of ``sbert reproduce`` (tiny random BERT, a few pairs), so the pipeline cannot rot."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,17 @@ def test_a_stopped_run_leaves_a_report_of_the_finished_cells(
         "table1/bundled-mean": "pending",
     }
     assert "`table1/bundled-mean`: not run yet" in (tmp_path / REPORT_FILE).read_text()
+
+
+def test_a_relative_data_folder_is_made_absolute_once(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sbert.cli.common import absolute_path
+    from sbert.data.paths import resolve_data_dir
+
+    monkeypatch.chdir(data_dir.parent)
+    monkeypatch.setenv("SBERT_DATA", data_dir.name)  # relative, as in the README's SBERT_DATA=../shared/data
+    assert resolve_data_dir() == data_dir
+    assert absolute_path(f"../{data_dir.parent.name}/{data_dir.name}") == str(data_dir)
+    assert main(["data", "check"]) in (0, 1)  # the entry point rewrites the variable once
+    assert os.environ["SBERT_DATA"] == str(data_dir)

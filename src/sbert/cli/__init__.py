@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -29,6 +30,8 @@ from sbert.cli import (
     similarity,
     train,
 )
+from sbert.cli.common import absolute_path
+from sbert.data.paths import DATA_ENV
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
 SUBCOMMANDS = [
@@ -108,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 success, 1 bad input or failure, 2 usage)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if os.environ.get(DATA_ENV):  # made absolute once, like --data-dir (see common.absolute_path)
+        os.environ[DATA_ENV] = absolute_path(os.environ[DATA_ENV])
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

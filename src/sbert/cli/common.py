@@ -6,6 +6,7 @@ Nothing here imports torch: ``register()`` only builds argparse, so ``sbert --he
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 from sbert.data.paths import DATA_ENV, default_data_dir
@@ -54,9 +55,16 @@ def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",
         default=None,
+        type=absolute_path,
         help=f"folder with the evaluation data (default: ${DATA_ENV}, else {default_data_dir()}; "
         "fill it with: sbert data download)",
     )
+
+
+def absolute_path(value: str) -> str:
+    """A path as given on the command line, made absolute once, here: a relative ``../data`` then
+    means the same folder to every part of the run, whatever the working directory later."""
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def load_model(args: argparse.Namespace) -> SentenceEncoder:

@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         "device": str(model.device),
         "precision": f"{model.precision} (asked: {model.requested_precision})",
         "backend": f"{model.backend} (asked: {model.requested_backend})",
+        "cpu": model.plan.cpu.name,
+        "fallbacks": "; ".join(model.plan.fallbacks) or "none",
     }
     for key, value in lines.items():
         print(f"{key + ':':<16}{value}")

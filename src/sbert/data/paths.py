@@ -32,10 +32,14 @@ def default_data_dir() -> Path:
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> Path | None:
-    """``data_dir``, else ``$SBERT_DATA``, else the user data folder if it exists; else ``None``."""
+    """``data_dir``, else ``$SBERT_DATA``, else the user data folder if it exists; else ``None``.
+
+    A relative path (``SBERT_DATA=../shared/data``, as the README writes it) is made absolute against
+    the working directory now, so that links, subprocesses and reports all name the same folder.
+    """
     chosen = data_dir if data_dir is not None else os.environ.get(DATA_ENV)
     if chosen:
-        return Path(chosen).expanduser()
+        return Path(os.path.abspath(Path(chosen).expanduser()))
     default = default_data_dir()
     return default if default.is_dir() else None
 

@@ -34,10 +34,11 @@ from torch import Tensor, nn
 
 from sbert.batching import BATCH_COST_TOKENS, length_sorted_batches
 from sbert.inference import graph_cache
+from sbert.inference.cpu import this_cpu
 from sbert.inference.fast_bert import parameter_version
 from sbert.inference.openvino_runtime import host_logging_kept, import_openvino
 from sbert.inference.packing import PackedTransformer, packable, pass_feeds
-from sbert.inference.precision import CALIBRATED, cpu_has_native_bf16
+from sbert.inference.precision import CALIBRATED
 from sbert.modules import Pooling, Transformer
 
 # SmoothQuant strength for the matrix products. NNCF's transformer default (0.95) moved so much range
@@ -120,6 +121,8 @@ class OpenVinoEngine:
         calibration: mixed and int8: sentences whose activations fix the quantization ranges
             (default: :func:`default_calibration_sentences`).
         threads: CPU threads (default: ``torch.get_num_threads()``).
+        native_bf16: Whether the CPU multiplies bf16 natively, so bf16 and mixed keep their bf16
+            parts (default: this machine's, :func:`~sbert.inference.cpu.this_cpu`).
 
     Example:
         >>> from sbert import SentenceEncoder
@@ -137,6 +140,7 @@ class OpenVinoEngine:
         precision: str,
         calibration: Sequence[str] | None = None,
         threads: int | None = None,
+        native_bf16: bool | None = None,
     ) -> None:
         import_openvino(with_nncf=precision in CALIBRATED)  # a clear error now if the extra is missing
         if precision not in ENGINE_PRECISIONS:
@@ -147,6 +151,7 @@ class OpenVinoEngine:
         self.precision = precision
         self.dim = pooling.dim
         self.threads = threads or torch.get_num_threads()
+        self.native_bf16 = this_cpu().bf16 if native_bf16 is None else native_bf16
         self._packed_requests: list[Any] | None = None  # the packed graph, compiled on first use
         module = _PooledTransformer(transformer, pooling)
         with _keep_signal_stack():
@@ -165,7 +170,7 @@ class OpenVinoEngine:
     def _compile(self, model: Any) -> list[Any]:
         """One inference request per stream of ``model`` compiled for the CPU at this precision."""
         # int8 keeps its unquantized steps in fp32: with bf16 there, STSb Spearman fell 82.01 → 81.95.
-        low = "bf16" if self.precision in ("bfloat16", "mixed") and cpu_has_native_bf16() else "f32"
+        low = "bf16" if self.precision in ("bfloat16", "mixed") and self.native_bf16 else "f32"
         config = {
             "INFERENCE_NUM_THREADS": self.threads,
             "PERFORMANCE_HINT": "THROUGHPUT",

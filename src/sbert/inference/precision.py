@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import platform
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from sbert.inference.cpu import CpuCapabilities, this_cpu
 
 if TYPE_CHECKING:  # torch loads only when a device is asked about: the CLI's --help stays fast
     import torch
@@ -18,9 +18,6 @@ PRECISIONS = ("auto", "float32", "bfloat16", "mixed", "int8")
 BACKENDS = ("auto", "torch", "openvino")
 CALIBRATED = ("mixed", "int8")  # static int8 in some or all projections: OpenVINO + NNCF only
 
-# CPU flags (Linux /proc/cpuinfo) that mean bf16 / int8 matrix products run in hardware, not emulated.
-_NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
-_NATIVE_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 INSTALL_OPENVINO = 'pip install "sbert[openvino]"'
 
 
@@ -41,7 +38,6 @@ def _check_choice(value: str, choices: tuple[str, ...], what: str) -> str:
     return normalised
 
 
-@cache
 def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     """Whether this CPU multiplies bf16 matrices in hardware (AVX512-BF16, AMX, or Arm BF16).
 
@@ -51,28 +47,12 @@ def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
         >>> isinstance(cpu_has_native_bf16(), bool)
         True
     """
-    flags = _cpu_flags(cpuinfo)
-    if flags is None:
-        return platform.system() == "Darwin" and platform.machine() == "arm64"  # Apple M2 and later
-    return bool(flags & set(_NATIVE_BF16_FLAGS))
+    return CpuCapabilities.detect(cpuinfo).bf16
 
 
-@cache
 def cpu_has_native_int8(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     """Whether this x86 CPU has int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX)."""
-    return bool((_cpu_flags(cpuinfo) or set()) & set(_NATIVE_INT8_FLAGS))
-
-
-def _cpu_flags(cpuinfo: str | Path) -> set[str] | None:
-    try:
-        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return set(value.split())
-    return set()
+    return CpuCapabilities.detect(cpuinfo).int8
 
 
 def openvino_installed(with_nncf: bool = False) -> bool:
@@ -81,7 +61,9 @@ def openvino_installed(with_nncf: bool = False) -> bool:
     return all(importlib.util.find_spec(module) is not None for module in modules)
 
 
-def resolve_precision(precision: str, device: torch.device, backend: str = "auto") -> str:
+def resolve_precision(
+    precision: str, device: torch.device, backend: str = "auto", cpu: CpuCapabilities | None = None
+) -> str:
     """The precision ``encode()`` will run: ``float32``, ``bfloat16``, ``mixed`` or ``int8``.
 
     ``auto`` is bf16 where the hardware does it natively (AVX512-BF16 or AMX, Arm BF16, CUDA GPUs
@@ -96,39 +78,57 @@ def resolve_precision(precision: str, device: torch.device, backend: str = "auto
     back to float32, ``mixed`` to bf16 (or float32), and ``bfloat16`` where it would only be
     emulated to float32, each with a one-line warning: emulated low precision is slower, not faster.
 
+    Args:
+        precision: What was asked for.
+        device: Where it runs.
+        backend: The backend asked for (``auto``, ``torch``, ``openvino``).
+        cpu: The CPU's capabilities (default: this machine's, :func:`~sbert.inference.cpu.this_cpu`).
+
     Example:
         >>> import torch
         >>> resolve_precision("float32", torch.device("cpu"))
         'float32'
+        >>> from sbert.inference.cpu import AVX2_ONLY
+        >>> resolve_precision("auto", torch.device("cpu"), cpu=AVX2_ONLY)
+        'float32'
     """
+    chosen, reason = choose_precision(precision, device, backend, cpu or this_cpu())
+    if reason is not None:
+        warn_once(reason)
+    return chosen
+
+
+def choose_precision(
+    precision: str, device: torch.device, backend: str, cpu: CpuCapabilities
+) -> tuple[str, str | None]:
+    """:func:`resolve_precision` without the warning: the precision, and why it differs from the one
+    asked for (``None`` when it does not)."""
     precision = check_precision(precision)
     if precision == "auto":
-        return _bf16_or_float32(device)
+        return _bf16_or_float32(device, cpu), None
     if precision in CALIBRATED:
-        problem = _int8_problem(device, backend)
+        problem = _int8_problem(device, backend, cpu)
         if problem is None:
-            return precision
-        fallback = torch_precision(precision, device)
-        _warn_once(f"precision={precision!r} {problem}, so {fallback} is used instead")
-        return fallback
-    if precision == "bfloat16" and not _native_bf16(device):
-        _warn_once(
+            return precision, None
+        fallback = torch_precision(precision, device, cpu)
+        return fallback, f"precision={precision!r} {problem}, so {fallback} is used instead"
+    if precision == "bfloat16" and not _native_bf16(device, cpu):
+        return "float32", (
             f"precision='bfloat16' needs native bf16 (AVX512-BF16 or AMX on CPU); {device} has none, "
             "so float32 is used instead"
         )
-        return "float32"
-    return precision
+    return precision, None
 
 
-def torch_precision(precision: str, device: torch.device) -> str:
+def torch_precision(precision: str, device: torch.device, cpu: CpuCapabilities | None = None) -> str:
     """What PyTorch runs when OpenVINO cannot: int8 is float32, mixed keeps its bf16 part."""
     if precision == "int8":
         return "float32"
-    return _bf16_or_float32(device) if precision == "mixed" else precision
+    return _bf16_or_float32(device, cpu or this_cpu()) if precision == "mixed" else precision
 
 
-def _bf16_or_float32(device: torch.device) -> str:
-    return "bfloat16" if _native_bf16(device) else "float32"
+def _bf16_or_float32(device: torch.device, cpu: CpuCapabilities) -> str:
+    return "bfloat16" if _native_bf16(device, cpu) else "float32"
 
 
 def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
@@ -152,12 +152,12 @@ def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
     return backend
 
 
-def _int8_problem(device: torch.device, backend: str) -> str | None:
+def _int8_problem(device: torch.device, backend: str, cpu: CpuCapabilities) -> str | None:
     if check_backend(backend) == "torch":
         return "runs only on the openvino backend, not on torch"
     if device.type != "cpu":
         return f"runs on the CPU, not on {device}"
-    if not cpu_has_native_int8():
+    if not cpu.int8:
         return "needs int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX); this CPU has none"
     if not openvino_installed(with_nncf=True):
         return f"needs the openvino extra ({INSTALL_OPENVINO})"
@@ -167,16 +167,16 @@ def _int8_problem(device: torch.device, backend: str) -> str | None:
 _warned: set[str] = set()
 
 
-def _warn_once(message: str) -> None:
+def warn_once(message: str) -> None:
     """A fallback notice once per process, not once per ``encode()`` call."""
     if message not in _warned:
         _warned.add(message)
         logger.warning(message)
 
 
-def _native_bf16(device: torch.device) -> bool:
+def _native_bf16(device: torch.device, cpu: CpuCapabilities) -> bool:
     if device.type == "cuda":
         import torch
 
         return bool(torch.cuda.is_bf16_supported())
-    return device.type == "cpu" and cpu_has_native_bf16()
+    return device.type == "cpu" and cpu.bf16

@@ -196,15 +196,17 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
 
     async def health(_: Request) -> Response:
         model = service.model
+        plan = model.plan
         return _json(
             {
                 "status": "ok",
                 "model": service.model_id,
                 "dimension": model.dim,
                 "max_input_tokens": model.max_seq_length,
-                "precision": model.precision,
-                "backend": model.backend,
-                "packed_batches": service.batcher.pack and model.packs,
+                "precision": plan.precision,
+                "backend": plan.backend,
+                "engine": plan.to_dict(),
+                "packed_batches": service.batcher.pack and plan.packs,
                 "index": service.index_path,
                 "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
                 "queued_items": service.batcher.queued_items,

@@ -23,6 +23,8 @@ from torch import Tensor, nn
 
 from sbert.encoder import SentenceEncoder, _check_count, as_texts
 from sbert.errors import ModelLoadError
+from sbert.inference.cpu import this_cpu
+from sbert.inference.plan import EnginePlan
 from sbert.modules import Normalize, Pooling, Tokenized
 
 logger = logging.getLogger("sbert")
@@ -116,16 +118,9 @@ class StaticEncoder(SentenceEncoder):
         return self.embedding.weight.device
 
     @property
-    def precision(self) -> str:
-        return "float32"
-
-    @property
-    def backend(self) -> str:
-        return "torch"
-
-    @property
-    def packs(self) -> bool:
-        return False
+    def plan(self) -> EnginePlan:
+        """Always float32 on PyTorch: a table lookup and a mean have nothing to gain from either."""
+        return EnginePlan("float32", "torch", str(self.device), this_cpu(), "float32", "torch")
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:  # type: ignore[override]
         """Token ids of each sentence (no special tokens), truncated to ``max_seq_length``."""

@@ -194,9 +194,8 @@ def _settings(
     normalize: bool,
     dtype: str,
 ) -> dict[str, Any]:
-    from sbert.inference import resolve_precision
-
     identity = model_identity(model)
+    plan = model.plan  # what runs, so the manifest cannot record a precision that did not
     description: dict[str, Any] = {"format": None, "column": column, "size": None, "sha256": None}
     where = "<iterable>"
     if isinstance(source, (str, Path)):
@@ -212,7 +211,8 @@ def _settings(
         "input_source": where,
         "model": identity.to_dict(),
         "dim": int(model.dim),
-        "precision": resolve_precision(model.requested_precision, model.device, model.requested_backend),
+        "precision": plan.precision,
+        "engine": plan.to_dict(),
         "dtype": dtype,
         "normalized": bool(normalize or "Normalize" in identity.pipeline.get("layers", [])),
         "shard_size": shard_size,
