@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sbert.options import METRICS, choice
+
 ArrayLike = np.ndarray | Tensor
 
 
@@ -117,6 +119,4 @@ PAIRWISE: dict[str, Similarity] = {
 def similarity_function(name: str, pairwise: bool = False) -> Similarity:
     """Look a similarity up by name; ``ValueError`` lists the choices."""
     table = PAIRWISE if pairwise else MATRIX
-    if name not in table:
-        raise ValueError(f"unknown similarity {name!r}; choose one of {', '.join(table)}")
-    return table[name]
+    return table[choice(name, METRICS, "similarity")]

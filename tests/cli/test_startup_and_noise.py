@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sbert.cli import SUBCOMMANDS, common, similarity, train
+from sbert.cli import SUBCOMMANDS
 
 HEAVY = ("torch", "numpy", "transformers", "scipy", "sklearn", "openvino", "faiss", "pyarrow", "tqdm", "ray")
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -50,18 +50,17 @@ def test_help_and_version_load_no_heavy_package() -> None:
     assert _heavy_after(code) == []
 
 
-def test_light_copies_of_choices_match_the_library() -> None:
-    from sbert.losses import CONCATENATION_PARTS, PAPER_CONCATENATION, TRIPLET_DISTANCES
-    from sbert.modules.pooling import POOLING_MODES
-    from sbert.similarity import MATRIX
+def test_the_options_module_loads_no_heavy_package() -> None:
+    assert _heavy_after("import sbert.options") == []
 
-    assert common.POOLING_MODES == POOLING_MODES
-    assert tuple(MATRIX) == similarity.METRICS
-    assert (train.CONCATENATION_PARTS, train.PAPER_CONCATENATION) == (
-        CONCATENATION_PARTS,
-        PAPER_CONCATENATION,
-    )
-    assert tuple(TRIPLET_DISTANCES) == train.TRIPLET_DISTANCES
+
+def test_every_named_choice_has_its_implementation() -> None:
+    from sbert.losses.triplet import DISTANCE_FUNCTIONS
+    from sbert.options import METRICS, TRIPLET_DISTANCES
+    from sbert.similarity import MATRIX, PAIRWISE
+
+    assert tuple(MATRIX) == tuple(PAIRWISE) == METRICS
+    assert tuple(DISTANCE_FUNCTIONS) == TRIPLET_DISTANCES
 
 
 def _index_build(tiny_model_dir: Path, tmp_path: Path, *flags: str) -> str:

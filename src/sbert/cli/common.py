@@ -11,13 +11,10 @@ from typing import TYPE_CHECKING
 
 from sbert.data.paths import DATA_ENV, default_data_dir
 from sbert.hub import DEFAULT_MODEL
-from sbert.inference.precision import BACKENDS, PRECISIONS
+from sbert.options import BACKENDS, POOLING_MODES, PRECISIONS
 
 if TYPE_CHECKING:
     from sbert.encoder import SentenceEncoder
-
-# sbert.modules.pooling.POOLING_MODES, which imports torch (a test keeps the two equal).
-POOLING_MODES = ("mean", "cls", "max")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto") -> None:

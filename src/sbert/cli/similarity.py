@@ -6,12 +6,10 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_model_arguments, load_model
+from sbert.options import METRICS
 
 if TYPE_CHECKING:
     from sbert.similarity import ArrayLike
-
-# The keys of sbert.similarity.MATRIX, which imports torch (a test keeps the two equal).
-METRICS = ("cosine", "dot", "euclidean", "manhattan")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

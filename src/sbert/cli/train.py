@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import argparse
 
-from sbert.cli.common import POOLING_MODES, add_data_argument
-from sbert.data.training_files import TRAINING_FORMATS
+from sbert.cli.common import add_data_argument
 from sbert.hub import DEFAULT_MODEL
-
-# Copies of sbert.losses' names, which import torch (a test keeps them equal): the parser stays light.
-CONCATENATION_PARTS = ("u", "v", "|u-v|", "u*v")
-PAPER_CONCATENATION = ("u", "v", "|u-v|")
-TRIPLET_DISTANCES = ("euclidean", "manhattan", "cosine")
-
-FILE_LOSSES = ("cosine-mse", "cosent", "softmax", "triplet", "mnrl")
+from sbert.options import (
+    CONCATENATION_PARTS,
+    FILE_LOSSES,
+    PAPER_CONCATENATION,
+    POOLING_MODES,
+    TRAINING_FORMATS,
+    TRIPLET_DISTANCES,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

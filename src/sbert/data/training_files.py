@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 from sbert.data.readers import DataFormatError
 from sbert.data.records import LabeledPair, ScoredPair, Triplet
+from sbert.options import TRAINING_FORMATS
 
 logger = logging.getLogger("sbert")
 
-TRAINING_FORMATS = ("auto", "csv", "tsv", "jsonl")
 Record = TypeVar("Record")
 
 

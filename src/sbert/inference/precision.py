@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sbert.inference.cpu import CpuCapabilities, this_cpu
+from sbert.options import BACKENDS, PRECISIONS, choice
 
 if TYPE_CHECKING:  # torch loads only when a device is asked about: the CLI's --help stays fast
     import torch
 
 logger = logging.getLogger("sbert")
 
-PRECISIONS = ("auto", "float32", "bfloat16", "mixed", "int8")
-BACKENDS = ("auto", "torch", "openvino")
 CALIBRATED = ("mixed", "int8")  # static int8 in some or all projections: OpenVINO + NNCF only
 
 INSTALL_OPENVINO = 'pip install "sbert[openvino]"'
@@ -23,19 +22,12 @@ INSTALL_OPENVINO = 'pip install "sbert[openvino]"'
 
 def check_precision(precision: str) -> str:
     """Return ``precision`` in lower case, or raise ``ValueError`` listing the choices."""
-    return _check_choice(precision, PRECISIONS, "precision")
+    return choice(precision, PRECISIONS, "precision")
 
 
 def check_backend(backend: str) -> str:
     """Return ``backend`` in lower case, or raise ``ValueError`` listing the choices."""
-    return _check_choice(backend, BACKENDS, "backend")
-
-
-def _check_choice(value: str, choices: tuple[str, ...], what: str) -> str:
-    normalised = value.lower() if isinstance(value, str) else value
-    if normalised not in choices:
-        raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
-    return normalised
+    return choice(backend, BACKENDS, "backend")
 
 
 def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:

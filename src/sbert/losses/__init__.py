@@ -9,7 +9,8 @@ from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine_mse import CosineMSELoss
 from sbert.losses.multiple_negatives import MultipleNegativesRankingLoss
 from sbert.losses.softmax import CONCATENATION_PARTS, PAPER_CONCATENATION, SoftmaxLoss
-from sbert.losses.triplet import TRIPLET_DISTANCES, TripletLoss
+from sbert.losses.triplet import TripletLoss
+from sbert.options import TRIPLET_DISTANCES
 
 __all__ = [
     "CONCATENATION_PARTS",

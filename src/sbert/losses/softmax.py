@@ -13,8 +13,7 @@ from sbert.encoder import SentenceEncoder
 from sbert.losses.base import SentenceLoss
 
 # The features the classifier can see; Table 6 of the paper ablates their combinations.
-CONCATENATION_PARTS = ("u", "v", "|u-v|", "u*v")
-PAPER_CONCATENATION = ("u", "v", "|u-v|")
+from sbert.options import CONCATENATION_PARTS, PAPER_CONCATENATION
 
 
 class SoftmaxLoss(SentenceLoss):

@@ -9,6 +9,7 @@ from torch import Tensor, nn
 
 from sbert.encoder import SentenceEncoder
 from sbert.losses.base import SentenceLoss
+from sbert.options import TRIPLET_DISTANCES, choice
 
 
 def euclidean_distance(a: Tensor, b: Tensor) -> Tensor:
@@ -26,7 +27,7 @@ def cosine_distance(a: Tensor, b: Tensor) -> Tensor:
     return 1 - nn.functional.cosine_similarity(a, b, dim=1)
 
 
-TRIPLET_DISTANCES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
+DISTANCE_FUNCTIONS: dict[str, Callable[[Tensor, Tensor], Tensor]] = {
     "euclidean": euclidean_distance,
     "manhattan": manhattan_distance,
     "cosine": cosine_distance,
@@ -54,10 +55,8 @@ class TripletLoss(SentenceLoss):
 
     def __init__(self, model: SentenceEncoder, distance: str = "euclidean", margin: float = 1.0) -> None:
         super().__init__(model)
-        if distance not in TRIPLET_DISTANCES:
-            raise ValueError(f"unknown distance {distance!r}; choose one of {', '.join(TRIPLET_DISTANCES)}")
-        self.distance_name = distance
-        self.distance = TRIPLET_DISTANCES[distance]
+        self.distance_name = choice(distance, TRIPLET_DISTANCES, "distance")
+        self.distance = DISTANCE_FUNCTIONS[self.distance_name]
         self.margin = margin
 
     def loss(self, examples: Sequence[Any], embeddings: list[Tensor]) -> Tensor:

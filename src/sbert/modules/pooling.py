@@ -5,15 +5,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-POOLING_MODES = ("mean", "cls", "max")
+from sbert.options import POOLING_MODES, choice
 
 
 def check_pooling_mode(mode: str) -> str:
     """Return ``mode`` normalised to lower case, or raise ``ValueError`` listing the choices."""
-    normalised = mode.lower() if isinstance(mode, str) else mode
-    if normalised not in POOLING_MODES:
-        raise ValueError(f"unknown pooling mode {mode!r}; choose one of {', '.join(POOLING_MODES)}")
-    return normalised
+    return choice(mode, POOLING_MODES, "pooling mode")
 
 
 class Pooling(nn.Module):
@@ -67,7 +64,7 @@ class Pooling(nn.Module):
     @classmethod
     def from_config(cls, config: dict[str, object], source: str = "pooling config") -> Pooling:
         """Build from a sentence-transformers pooling config; one of CLS, MEAN or MAX must be on."""
-        modes = [m for m in POOLING_MODES if config.get(_CONFIG_KEYS[m])]
+        modes: list[str] = [m for m in POOLING_MODES if config.get(_CONFIG_KEYS[m])]
         unsupported = [k for k in _UNSUPPORTED_KEYS if config.get(k)]
         if "pooling_mode" in config:  # sentence-transformers 6 writes the mode(s) by name
             named = config["pooling_mode"]

@@ -1,0 +1,49 @@
+"""Every choice a user names (a precision, a backend, a pooling mode, a loss, ...), in one place.
+
+The library, the command line and the server all take their choice lists from here. Nothing here
+imports torch, so ``sbert --help`` builds its parser without loading it, and there is no copy of a
+list to keep equal to another.
+
+Example:
+    >>> from sbert.options import PRECISIONS, Precision
+    >>> PRECISIONS
+    ('auto', 'float32', 'bfloat16', 'mixed', 'int8')
+    >>> choice("bfloat16", PRECISIONS, "precision")
+    'bfloat16'
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeVar, get_args
+
+Precision = Literal["auto", "float32", "bfloat16", "mixed", "int8"]
+Backend = Literal["auto", "torch", "openvino"]
+PoolingMode = Literal["mean", "cls", "max"]
+ConcatenationPart = Literal["u", "v", "|u-v|", "u*v"]
+TripletDistance = Literal["euclidean", "manhattan", "cosine"]
+FileLoss = Literal["cosine-mse", "cosent", "softmax", "triplet", "mnrl"]
+TrainingFormat = Literal["auto", "csv", "tsv", "jsonl"]
+Recipe = Literal["nli", "stsb", "nli-stsb", "triplet", "file", "cross-stsb"]
+Metric = Literal["cosine", "dot", "euclidean", "manhattan"]
+
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
+POOLING_MODES: tuple[PoolingMode, ...] = get_args(PoolingMode)
+CONCATENATION_PARTS: tuple[ConcatenationPart, ...] = get_args(ConcatenationPart)
+PAPER_CONCATENATION: tuple[ConcatenationPart, ...] = ("u", "v", "|u-v|")  # the paper's (u, v, |u−v|)
+TRIPLET_DISTANCES: tuple[TripletDistance, ...] = get_args(TripletDistance)
+FILE_LOSSES: tuple[FileLoss, ...] = get_args(FileLoss)
+TRAINING_FORMATS: tuple[TrainingFormat, ...] = get_args(TrainingFormat)
+RECIPES: tuple[Recipe, ...] = get_args(Recipe)
+METRICS: tuple[Metric, ...] = get_args(Metric)
+
+T = TypeVar("T", bound=str)
+
+
+def choice(value: str, choices: tuple[T, ...], what: str) -> T:
+    """``value`` (in any case) as one of ``choices``, else a ``ValueError`` naming ``what`` and the choices."""
+    normalised = value.lower() if isinstance(value, str) else value
+    for option in choices:
+        if normalised == option:
+            return option
+    raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
