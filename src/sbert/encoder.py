@@ -247,6 +247,14 @@ class SentenceEncoder(nn.Module):
             # replace those characters rather than fail on text a user cannot easily see.
             return self.transformer.tokenize([_valid_utf8(s) for s in sentences])
 
+    def token_counts(self, sentences: Sequence[str]) -> list[int]:
+        """Tokens of each sentence before truncation, special tokens included (what ``encode`` would
+        cut to ``max_seq_length``)."""
+        try:
+            return self.transformer.token_counts(sentences)
+        except TypeError:  # lone surrogates, replaced as tokenize() replaces them
+            return self.transformer.token_counts([_valid_utf8(s) for s in sentences])
+
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
         """Sentence vectors (batch, dim) of a padded batch from ``transformer.collate``.
 

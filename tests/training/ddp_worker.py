@@ -17,18 +17,19 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.cli import build_parser
-from sbert.cli.train_recipes import run_recipe
+from sbert.cli.train import recipe_config
 from sbert.data.training_files import read_scored_pairs, read_triplets
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
 from sbert.training import Trainer, TrainingConfig
 from sbert.training.distributed import join_process_group, leave_process_group, rank_share
+from sbert.training.recipes import train_recipe
 
 
 def main(work: Path) -> None:
     run = join_process_group(torch.device("cpu"))
     found: dict[str, object] = {}
     for argv in json.loads((work / "runs.json").read_text()).values():
-        run_recipe(build_parser().parse_args(argv))
+        train_recipe(recipe_config(build_parser().parse_args(argv)))
     encoder = SentenceEncoder.from_pretrained(
         work / "model", device="cpu", precision="float32", backend="torch"
     )

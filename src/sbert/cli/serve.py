@@ -7,6 +7,7 @@ import os
 import sys
 
 from sbert.cli.common import add_model_arguments, load_model
+from sbert.server.settings import BatchSettings, Limits, ServeOptions, default
 
 API_KEY_ENV = "SBERT_API_KEY"
 
@@ -19,9 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "/v1/models and /metrics; concurrent requests are batched together on one model thread.",
     )
     parser.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+        "--host", default=ServeOptions.host, help="address to bind (default 127.0.0.1: this machine only)"
     )
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=ServeOptions.port)
     parser.add_argument("--index", default=None, help="index directory from `sbert index build`, for /search")
     parser.add_argument(
         "--cross-encoder",
@@ -37,19 +38,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--served-model-name", default=None, help="model id in responses (default: the model's name)"
     )
     parser.add_argument(
-        "--max-concurrent-requests", type=int, default=512, help="requests in flight before 429 (default 512)"
+        "--max-concurrent-requests",
+        type=int,
+        default=ServeOptions.max_concurrent_requests,
+        help="requests in flight before 429 (default %(default)s)",
     )
     parser.add_argument(
         "--max-queued-items",
         type=int,
-        default=2048,
-        help="sentences waiting for the model before 429 (default 2048)",
+        default=default(BatchSettings, "max_queued_items"),
+        help="sentences waiting for the model before 429 (default %(default)s)",
     )
     parser.add_argument(
-        "--max-batch-tokens", type=int, default=8192, help="padded tokens per forward pass (default 8192)"
+        "--max-batch-tokens",
+        type=int,
+        default=default(BatchSettings, "max_batch_tokens"),
+        help="padded tokens per forward pass (default %(default)s)",
     )
     parser.add_argument(
-        "--max-batch-size", type=int, default=32, help="sentences per forward pass (default 32)"
+        "--max-batch-size",
+        type=int,
+        default=default(BatchSettings, "max_batch_size"),
+        help="sentences per forward pass (default %(default)s)",
     )
     parser.add_argument(
         "--no-pack",
@@ -60,30 +70,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--batch-wait-ms",
         type=float,
-        default=5.0,
-        help="under load, how long a batch waits for the clients just answered (default 5; a lone one never waits)",
+        default=default(BatchSettings, "batch_wait_ms"),
+        help="under load, how long a batch waits for the clients just answered (default %(default)s; a lone one never waits)",
     )
     parser.add_argument(
-        "--max-items", type=int, default=2048, help="items of one request before 413 (default 2048)"
+        "--max-items",
+        type=int,
+        default=Limits.max_items,
+        help="items of one request before 413 (default %(default)s)",
     )
     parser.add_argument(
-        "--max-body-bytes", type=int, default=2_000_000, help="request body size before 413 (default 2000000)"
+        "--max-body-bytes",
+        type=int,
+        default=Limits.max_body_bytes,
+        help="request body size before 413 (default %(default)s)",
     )
     parser.add_argument(
         "--drain-timeout",
         type=float,
-        default=30.0,
-        help="seconds SIGTERM waits for requests in flight (default 30)",
+        default=ServeOptions.drain_timeout,
+        help="seconds SIGTERM waits for requests in flight (default %(default)s)",
     )
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--log-level", default=ServeOptions.log_level, choices=["debug", "info", "warning", "error"]
+    )
     add_model_arguments(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from sbert.server.app import Limits
-        from sbert.server.run import ServeOptions, serve
+        from sbert.server.run import serve
     except ImportError as error:
         raise ImportError(
             f'{error}; sbert serve needs the serve extra: pip install "sbert[serve]"'
@@ -97,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
     ):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    batching = BatchSettings(
+        max_batch_tokens=args.max_batch_tokens,
+        max_batch_size=args.max_batch_size,
+        max_queued_items=args.max_queued_items,
+        batch_wait_ms=args.batch_wait_ms,
+        pack=args.pack,
+    )
     model = load_model(args)
     options = ServeOptions(
         host=args.host,
@@ -106,11 +130,7 @@ def run(args: argparse.Namespace) -> int:
         cross_encoder=args.cross_encoder,
         model_id=args.served_model_name,
         max_concurrent_requests=args.max_concurrent_requests,
-        max_queued_items=args.max_queued_items,
-        max_batch_tokens=args.max_batch_tokens,
-        max_batch_size=args.max_batch_size,
-        batch_wait=args.batch_wait_ms / 1000,
-        pack=args.pack,
+        batching=batching,
         limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
         drain_timeout=args.drain_timeout,
         log_level=args.log_level,

@@ -22,9 +22,20 @@ Every recipe keeps the model with the best STSb dev Spearman, then reports STSb 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_data_argument
 from sbert.hub import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from sbert.training.recipes import RecipeConfig
+
 from sbert.options import (
     CONCATENATION_PARTS,
     FILE_LOSSES,
@@ -139,6 +150,106 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sbert.cli.train_recipes import run as run_training
+    from sbert.training import TrainingDivergedError
+    from sbert.training.recipes import train_recipe
 
-    return run_training(args)
+    config = recipe_config(args)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return _run_distributed(config, args)
+    try:
+        result = train_recipe(config)
+    except TrainingDivergedError as error:
+        print(f"sbert train: {error}", file=sys.stderr)
+        return 1
+    if result.interrupted:
+        return 130
+    _print_results(Path(config.output), config.recipe)
+    return 0
+
+
+def recipe_config(args: argparse.Namespace) -> RecipeConfig:
+    """The library's description of the run the flags ask for."""
+    from sbert.training.recipes import RecipeConfig
+
+    file_options: dict[str, Any] = {}
+    if args.recipe == "file":
+        file_options = {
+            "train_file": args.train,
+            "loss": args.loss,
+            "file_format": args.format,
+            "dev_file": args.dev,
+            "score_range": tuple(args.score_range),
+            "distance": args.distance,
+            "margin": args.margin,
+            "skip_bad_lines": args.skip_bad_lines,
+            **({"labels": args.labels.split(",")} if args.labels else {}),
+        }
+    concatenation = getattr(args, "concatenation", None)
+    return RecipeConfig(
+        recipe=args.recipe,
+        output=args.output,
+        base=args.base,
+        data_dir=args.data_dir,
+        seed=args.seed,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        warmup=args.warmup,
+        bf16=args.bf16,
+        eval_steps=args.eval_steps,
+        checkpoint_steps=args.checkpoint_steps,
+        resume=args.resume,
+        show_progress_bar=not args.no_progress,
+        pooling=args.pooling,
+        device=args.device,
+        max_pairs=args.max_pairs,
+        gather=args.gather,
+        nli_files=getattr(args, "nli_file", None) or (),
+        concatenation=[part.strip() for part in concatenation.split(",")]
+        if concatenation
+        else PAPER_CONCATENATION,
+        **file_options,
+    )
+
+
+def _run_distributed(config: RecipeConfig, args: argparse.Namespace) -> int:
+    """One process of a ``torchrun`` launch: join the others, train, and report errors with the rank."""
+    from sbert.training import TrainingDivergedError
+    from sbert.training.distributed import (
+        DistributedError,
+        distributed_device,
+        join_process_group,
+        leave_process_group,
+    )
+    from sbert.training.recipes import train_recipe
+
+    label = f"rank {os.environ.get('RANK', '?')} of {os.environ['WORLD_SIZE']}"
+    if os.environ.get("RANK", "0") != "0":
+        logging.getLogger("sbert").setLevel(logging.ERROR)  # rank 0 alone tells the story
+    try:
+        device = distributed_device(args.device)
+        join_process_group(device, args.rendezvous_timeout, args.ddp_timeout)
+        result = train_recipe(replace(config, device=str(device)))
+        if result.interrupted:
+            return 130
+        if os.environ.get("RANK", "0") == "0":
+            _print_results(Path(config.output), config.recipe)
+        return 0
+    except DistributedError as error:
+        print(f"sbert train: {error}", file=sys.stderr)
+    except (OSError, ValueError, TypeError, TrainingDivergedError) as error:
+        print(f"sbert train: {label}: error: {error}", file=sys.stderr)
+    finally:
+        leave_process_group()
+    return 1
+
+
+def _print_results(output: Path, recipe: str) -> None:
+    """One line per trained stage: where the model is and how it scored."""
+    stages = [("nli", output / "nli"), ("stsb", output)] if recipe == "nli-stsb" else [(recipe, output)]
+    for stage, folder in stages:
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        summary = ", ".join(
+            f"{key} {value:.2f}" for key, value in results.items() if "spearman" in key and value
+        )
+        print(f"{stage}: model saved to {folder} ({summary})")

@@ -100,6 +100,14 @@ class Transformer(nn.Module):
         truncated = sum(1 for encoding in encoded.encodings if encoding.overflowing)
         return Tokenized(ids=encoded["input_ids"], truncated=truncated)
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text before truncation, special tokens included."""
+        if self.do_lower_case:
+            texts = [text.lower() for text in texts]
+        options = {"truncation": False, "return_attention_mask": False, "return_token_type_ids": False}
+        ids = self.tokenizer(list(texts), verbose=False, **options)["input_ids"]
+        return [len(row) for row in ids]
+
     def collate(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """Pad a batch only to its longest member: ``input_ids`` and ``attention_mask``, (batch, seq)."""
         # Padded in numpy, not row by row in torch: encode() runs this once per batch on the Python

@@ -1,4 +1,4 @@
-"""The models a reproduction trains, each made by the same ``sbert train`` command a user would run.
+"""The models a reproduction trains, each by the library call behind the ``sbert train`` command it reports.
 
 A model lives in ``FOLDER/<name>-<key>``, where the key hashes the command and the code, so a model
 made by other code or settings is never reused; a run killed mid-training resumes from its checkpoint.
@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sbert.options import Recipe
 from sbert.reproduce.cache import settings_key
+from sbert.training.recipes import RecipeConfig, train_recipe
 from sbert.training.trainer import CHECKPOINT_DIR
 
 
@@ -50,52 +52,51 @@ class ModelStore:
         self, pairs: int | None, pooling: str | None = None, concatenation: str | None = None, seed: int = 1
     ) -> TrainedModel:
         """Classification objective on SNLI (the data directory's SNLI test split), 1 epoch."""
-        options = _optional(max_pairs=pairs, pooling=pooling, concatenation=concatenation)
-        return self._train("nli", ["nli", "--seed", str(seed), *options])
+        return self._train(
+            "nli", "nli", seed=seed, max_pairs=pairs, pooling=pooling, concatenation=concatenation
+        )
 
     def stsb(
         self, seed: int, pairs: int | None, epochs: int, base: Path | None = None, pooling: str | None = None
     ) -> TrainedModel:
         """Regression objective on STSb train, from ``base`` (default: the store's base)."""
-        options = _optional(max_pairs=pairs, pooling=pooling)
         name = "stsb" if base is None else f"{base.name}-stsb"
-        argv = ["stsb", "--seed", str(seed), "--epochs", str(epochs), *options]
-        return self._train(name, argv, base)
+        return self._train(name, "stsb", base, seed=seed, epochs=epochs, max_pairs=pairs, pooling=pooling)
 
     def cross_stsb(self, seed: int, pairs: int | None, epochs: int, lr: float) -> TrainedModel:
         """The BERT-STSb cross-encoder baseline."""
-        options = _optional(max_pairs=pairs)
-        argv = ["cross-stsb", "--seed", str(seed), "--epochs", str(epochs), "--lr", str(lr), *options]
-        return self._train("cross-stsb", argv)
+        return self._train("cross-stsb", "cross-stsb", seed=seed, epochs=epochs, lr=lr, max_pairs=pairs)
 
-    def _train(self, name: str, argv: list[str], base: Path | None = None) -> TrainedModel:
-        base_option = ["--base", str(base)] if base else (["--base", self.base] if self.base else [])
-        argv = [*argv, *base_option, "--bf16" if self.bf16 else "--no-bf16", "--eval-steps", "0"]
+    def _train(self, name: str, recipe: Recipe, base: Path | None = None, **settings: Any) -> TrainedModel:
+        settings = {key: value for key, value in settings.items() if value is not None}
+        base_name = str(base) if base else self.base
+        argv = [recipe, *_flags(settings), *(["--base", base_name] if base_name else [])]
+        argv += ["--bf16" if self.bf16 else "--no-bf16", "--eval-steps", "0"]
         key = settings_key(name, {"argv": argv, "data": self.data_dir}, self.fingerprint)
         path = self.folder / f"{name}-{key}"
         command = shlex.join(["sbert", "train", *argv, "--output", str(path)])
         if not (path / "results.json").is_file():
-            resume = ["--resume"] if (path / CHECKPOINT_DIR).is_dir() else []
-            progress = [] if sys.stderr.isatty() else ["--no-progress"]
-            _run_train([*argv, "--output", str(path), "--data-dir", self.data_dir, *resume, *progress])
+            if "concatenation" in settings:
+                settings["concatenation"] = settings["concatenation"].split(",")
+            if "lr" in settings:
+                settings["learning_rate"] = settings.pop("lr")
+            config = RecipeConfig(
+                recipe,
+                path,
+                base=base_name,
+                data_dir=self.data_dir,
+                bf16=self.bf16,
+                eval_steps=0,
+                resume=(path / CHECKPOINT_DIR).is_dir(),
+                show_progress_bar=sys.stderr.isatty(),
+                **settings,
+            )
+            if train_recipe(config).interrupted:  # errors propagate: missing data skips the cell
+                raise RuntimeError(f"{command} was interrupted")
         results = json.loads((path / "results.json").read_text(encoding="utf-8"))
         return TrainedModel(path, results, command)
 
 
-def _optional(**options: object) -> list[str]:
-    """``--name value`` for every option that is set."""
-    argv: list[str] = []
-    for name, value in options.items():
-        if value is not None:
-            argv += [f"--{name.replace('_', '-')}", str(value)]
-    return argv
-
-
-def _run_train(argv: list[str]) -> None:
-    """``sbert train ARGV`` in this process; errors propagate (a missing data set skips the cell)."""
-    from sbert.cli import build_parser  # the CLI imports every subcommand: only when training
-
-    args = build_parser().parse_args(["train", *argv])
-    status = args.handler(args)
-    if status:
-        raise RuntimeError(f"sbert train {' '.join(argv)} stopped with status {status}")
+def _flags(settings: dict[str, Any]) -> list[str]:
+    """The ``sbert train`` flags of ``settings`` (``--max-pairs 100`` ...): the command a user would run."""
+    return [part for name, value in settings.items() for part in (f"--{name.replace('_', '-')}", str(value))]

@@ -1,5 +1,5 @@
 """``sbert serve``: an HTTP server of embeddings, similarity, search and rerank (the ``serve`` extra).
 
-The endpoints are in :mod:`sbert.server.app`; the batching they share is :mod:`sbert.serving`, which
-does not depend on this package.
+The batching on one model thread is :mod:`sbert.server.batcher` (no HTTP: it runs without the extra),
+the endpoints :mod:`sbert.server.app`, the process :mod:`sbert.server.run`.
 """

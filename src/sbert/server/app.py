@@ -1,4 +1,4 @@
-"""The HTTP endpoints: a thin shell over :class:`~sbert.serving.Batcher`, the index and the cross-encoder.
+"""The HTTP endpoints: a thin shell over :class:`~sbert.server.batcher.Batcher`, the index and the cross-encoder.
 
 Every handler reads its body under a byte limit, parses it strictly (``schemas.parse_body``), hands the
 model work to the batcher's worker thread and awaits it, so the event loop only moves bytes.
@@ -21,6 +21,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
 from sbert.server.schemas import (
@@ -31,16 +32,8 @@ from sbert.server.schemas import (
     SimilarityRequest,
     parse_body,
 )
-from sbert.serving import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
-from sbert.serving.scoring import cosine_scores, cross_encoder_scores, ranked
-
-
-@dataclass
-class Limits:
-    """Request bounds: bytes of a body, items of a list field."""
-
-    max_body_bytes: int = 2_000_000
-    max_items: int = 2048
+from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
+from sbert.server.settings import Limits
 
 
 @dataclass
@@ -206,7 +199,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "precision": plan.precision,
                 "backend": plan.backend,
                 "engine": plan.to_dict(),
-                "packed_batches": service.batcher.pack and plan.packs,
+                "packed_batches": service.batcher.settings.pack and plan.packs,
                 "index": service.index_path,
                 "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
                 "queued_items": service.batcher.queued_items,

@@ -10,7 +10,6 @@ import json
 import logging
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -18,33 +17,13 @@ from typing import Any
 import uvicorn
 
 from sbert.errors import ModelLoadError
-from sbert.server.app import Limits, Service, create_app
+from sbert.server.app import Service, create_app
+from sbert.server.batcher import Batcher
 from sbert.server.gate import Gate
-from sbert.serving import Batcher
+from sbert.server.settings import ServeOptions
 
 logger = logging.getLogger("sbert")
 WARM_UP = ["A warm-up sentence.", "Another, somewhat longer sentence to compile a second shape for."]
-
-
-@dataclass
-class ServeOptions:
-    """How to serve; the command line's flags."""
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_key: str | None = None
-    index: str | None = None
-    cross_encoder: str | None = None
-    model_id: str | None = None
-    max_concurrent_requests: int = 512
-    max_queued_items: int = 2048
-    max_batch_tokens: int = 8192
-    max_batch_size: int = 32
-    batch_wait: float = 0.005
-    pack: bool = True
-    limits: Limits | None = None
-    drain_timeout: float = 30.0
-    log_level: str = "warning"
 
 
 class DrainingServer(uvicorn.Server):
@@ -82,7 +61,7 @@ def build_service(model: Any, options: ServeOptions) -> Service:
         index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
     # Compile (and calibrate) now, the packed graph too, so that no request waits for it.
-    vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.pack)
+    vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.batching.pack)
     if index is not None:
         try:
             index.search(vectors[:1], top_k=1)
@@ -92,17 +71,9 @@ def build_service(model: Any, options: ServeOptions) -> Service:
         cross_encoder.predict([(WARM_UP[0], WARM_UP[1])])
     # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
     parallel = _threads() if model.backend == "openvino" else 1
-    batcher = Batcher(
-        model,
-        max_batch_tokens=options.max_batch_tokens,
-        max_batch_size=options.max_batch_size,
-        parallel_batches=parallel,
-        max_queued_items=options.max_queued_items,
-        max_wait=options.batch_wait,
-        pack=options.pack,
-    )
+    batcher = Batcher(model, options.batching, parallel_batches=parallel)
     model_id = options.model_id or Path(str(model.name)).name
-    return Service(model, batcher, model_id, options.limits or Limits(), index, options.index, cross_encoder)
+    return Service(model, batcher, model_id, options.limits, index, options.index, cross_encoder)
 
 
 def load_cross_encoder(path: str) -> Any:

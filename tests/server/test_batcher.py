@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
-from sbert.serving import Batcher, BatchStats, InputTooLong, Overloaded, ServerClosed
-from sbert.serving import batcher as batcher_module
-from sbert.serving.scoring import cosine_scores, ranked
+from sbert.server.batcher import Batcher, BatchStats, InputTooLong, Overloaded, ServerClosed
+from sbert.server.scoring import cosine_scores, ranked
+from sbert.server.settings import BatchSettings
 
 JOBS = [["a man plays the guitar"], ["the dog runs", "rain", "a child is eating food in the park"], ["sun"]]
 
@@ -39,7 +39,7 @@ def test_under_load_a_batch_waits_briefly_for_the_clients_just_answered(
     tiny_encoder: SentenceEncoder,
 ) -> None:
     stats: list[BatchStats] = []
-    batcher = Batcher(tiny_encoder, on_batch=stats.append, max_wait=2.0)
+    batcher = Batcher(tiny_encoder, BatchSettings(batch_wait_ms=2000), on_batch=stats.append)
     first = [batcher.embed([text]) for text in ("a", "b", "c")]  # one batch of three requests
     batcher.start()
     try:
@@ -56,7 +56,9 @@ def test_under_load_a_batch_waits_briefly_for_the_clients_just_answered(
 def test_under_load_a_batch_waits_for_the_requests_the_server_holds(tiny_encoder: SentenceEncoder) -> None:
     stats: list[BatchStats] = []
     held = [0]  # the server's requests in flight
-    batcher = Batcher(tiny_encoder, on_batch=stats.append, max_wait=2.0, in_flight=lambda: held[0])
+    batcher = Batcher(
+        tiny_encoder, BatchSettings(batch_wait_ms=2000), on_batch=stats.append, in_flight=lambda: held[0]
+    )
     first = [batcher.embed([text]) for text in ("a", "b")]  # under load: a batch of two
     batcher.start()
     try:
@@ -73,7 +75,7 @@ def test_under_load_a_batch_waits_for_the_requests_the_server_holds(tiny_encoder
 
 def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> None:
     stats: list[BatchStats] = []
-    batcher = Batcher(tiny_encoder, max_batch_size=2, on_batch=stats.append)
+    batcher = Batcher(tiny_encoder, BatchSettings(max_batch_size=2), on_batch=stats.append)
     futures = [batcher.embed([f"sentence {i}"]) for i in range(5)]
     batcher.start()
     [future.result(timeout=30) for future in futures]
@@ -82,7 +84,7 @@ def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> Non
 
 
 def test_full_queue_raises_overloaded_and_close_refuses(tiny_encoder: SentenceEncoder) -> None:
-    batcher = Batcher(tiny_encoder, max_queued_items=3)
+    batcher = Batcher(tiny_encoder, BatchSettings(max_queued_items=3))
     first = batcher.embed(["a", "b"])
     with pytest.raises(Overloaded) as refused:
         batcher.embed(["c", "d"])
@@ -96,7 +98,7 @@ def test_full_queue_raises_overloaded_and_close_refuses(tiny_encoder: SentenceEn
 
 
 def test_a_request_larger_than_the_queue_runs_when_the_queue_is_empty(tiny_encoder: SentenceEncoder) -> None:
-    batcher = Batcher(tiny_encoder, max_queued_items=2)
+    batcher = Batcher(tiny_encoder, BatchSettings(max_queued_items=2))
     future = batcher.embed(["a", "b", "c", "d"])
     batcher.start()
     assert future.result(timeout=30).vectors.shape == (4, 32)
@@ -123,14 +125,14 @@ def test_truncation_counted_or_refused_per_job(tiny_encoder: SentenceEncoder) ->
 def test_a_job_whose_texts_cannot_be_counted_fails_alone(
     tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counted = batcher_module.token_counts
+    counted = tiny_encoder.token_counts
 
-    def failing(model: SentenceEncoder, texts: list[str]) -> list[int]:
+    def failing(texts: list[str]) -> list[int]:
         if "poison" in texts:
             raise RuntimeError("the tokenizer failed")
-        return counted(model, texts)
+        return counted(texts)
 
-    monkeypatch.setattr(batcher_module, "token_counts", failing)
+    monkeypatch.setattr(tiny_encoder, "token_counts", failing)
     batcher = Batcher(tiny_encoder)
     futures = [batcher.embed(["fine"]), batcher.embed(["poison"]), batcher.embed(["also fine"])]
     batcher.start()  # the three merge: counted together first, then one by one
@@ -161,6 +163,8 @@ def test_calls_run_on_the_worker_thread_and_errors_do_not_kill_it(tiny_encoder: 
 
 def test_bad_arguments_and_scores() -> None:
     with pytest.raises(ValueError, match="max_batch_tokens"):
-        Batcher(object(), max_batch_tokens=0)
+        BatchSettings(max_batch_tokens=0)
+    with pytest.raises(ValueError, match="batch_wait_ms"):
+        BatchSettings(batch_wait_ms=-1)
     assert cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]])) == [1.0, 0.0]
     assert ranked([0.2, 0.9, 0.2]) == [(1, 0.9), (0, 0.2), (2, 0.2)]

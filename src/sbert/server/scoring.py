@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from sbert.serving.batcher import InputTooLong
+from sbert.server.batcher import InputTooLong
 
 
 def cosine_scores(query: np.ndarray, others: np.ndarray) -> list[float]:

@@ -12,7 +12,7 @@ length and cut where padded tokens plus a fixed cost per forward pass are least
 (``batch_cost_tokens``), at most ``max_batch_tokens`` padded tokens a batch. Each request then gets
 its own rows back. A lone request never waits for company; under load the requests that arrive
 while one merged batch runs form the next, and when the last batch merged n requests the next
-waits up to ``max_wait`` (5 ms) for n, or for every request the server holds if more, since the
+waits up to ``batch_wait_ms`` (5 ms) for n, or for every request the server holds if more, since the
 clients just answered are about to send again.
 
 A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
@@ -29,11 +29,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from sbert.batching import BATCH_COST_TOKENS
+from sbert.server.settings import BatchSettings
+
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
 
 logger = logging.getLogger("sbert")
 T = TypeVar("T")
@@ -114,23 +118,17 @@ class Batcher:
 
     Args:
         model: A :class:`~sbert.SentenceEncoder`; only the worker thread uses it once started.
-        max_batch_tokens: Cap on padded tokens (sentences × longest) of one forward pass.
-        max_batch_size: Most sentences in one forward pass.
+        settings: Batch size and token caps, the queue bound, the wait under load, packing
+            (:class:`~sbert.server.settings.BatchSettings`, whose defaults are ``sbert serve``'s).
         parallel_batches: Forward passes the engine runs side by side (OpenVINO: one per core);
             a merged batch is cut into at least this many so that no core idles.
-        max_queued_items: Sentences (or rerank pairs) that may wait; past it :meth:`embed` raises
-            :class:`Overloaded`.
         on_batch: Called on the worker thread after every merged batch (for metrics).
-        max_wait: Seconds a batch may wait for more requests when the last one merged several
-            (the clients it answered are about to send again); a lone client never waits.
+        in_flight: The requests the server holds (queued, running or being answered); under
+            load a batch waits up to ``settings.batch_wait_ms`` for that many.
         batch_cost_tokens: The cost of one forward pass beyond its tokens, in padded tokens (see
             :func:`sbert.batching.cheapest_cuts`; 24 measured on a CPU), or ``None`` for batches
-            of ``max_batch_size``.
-        pack: Pack the sentences of a merged batch into rows without padding where the model
-            allows (``encode(pack=True)``: BERT on OpenVINO, float32 or bf16); elsewhere padded
-            batches cut by ``batch_cost_tokens`` run.
-        in_flight: The requests the server holds (queued, running or being answered); under
-            load a batch waits up to ``max_wait`` for that many. The server sets it.
+            of ``max_batch_size``. Where the model packs (``encode(pack=True)``: BERT on OpenVINO,
+            float32 or bf16) rows are packed instead.
 
     Example:
         >>> from sbert import SentenceEncoder
@@ -143,41 +141,27 @@ class Batcher:
 
     def __init__(
         self,
-        model: Any,
-        max_batch_tokens: int = 8192,
-        max_batch_size: int = 32,
+        model: SentenceEncoder,
+        settings: BatchSettings | None = None,
         parallel_batches: int = 1,
-        max_queued_items: int = 2048,
         on_batch: Callable[[BatchStats], None] | None = None,
-        max_wait: float = 0.005,
-        batch_cost_tokens: int | None = BATCH_COST_TOKENS,
-        pack: bool = True,
         in_flight: Callable[[], int] = lambda: 0,
+        batch_cost_tokens: int | None = BATCH_COST_TOKENS,
     ) -> None:
-        for name, value in (
-            ("max_batch_tokens", max_batch_tokens),
-            ("max_batch_size", max_batch_size),
-            ("parallel_batches", parallel_batches),
-            ("max_queued_items", max_queued_items),
-        ):
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
+        if parallel_batches < 1:
+            raise ValueError(f"parallel_batches must be at least 1, got {parallel_batches}")
         self.model = model
-        self.max_batch_tokens = max_batch_tokens
-        self.max_batch_size = max_batch_size
+        self.settings = settings or BatchSettings()
         self.parallel_batches = parallel_batches
-        self.max_queued_items = max_queued_items
         self.on_batch = on_batch
-        self.batch_cost_tokens = batch_cost_tokens
-        self.pack = pack
         self.in_flight = in_flight
+        self.batch_cost_tokens = batch_cost_tokens
         self._queue: deque[_EmbedJob | _CallJob] = deque()
         self._queued_items = 0
         self._closing = False
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._work, name="sbert-batcher", daemon=True)
         self._rate = 0.0  # sentences per second, a moving average, for Retry-After
-        self.max_wait = max_wait
         self._last_requests = 0  # requests merged into the last batch
 
     @property
@@ -225,9 +209,9 @@ class Batcher:
         with self._cond:
             if self._closing:
                 raise ServerClosed("the server is shutting down")
-            if self._queued_items and self._queued_items + job.items > self.max_queued_items:
+            if self._queued_items and self._queued_items + job.items > self.settings.max_queued_items:
                 raise Overloaded(
-                    f"the queue is full ({self._queued_items} of {self.max_queued_items} items waiting)",
+                    f"the queue is full ({self._queued_items} of {self.settings.max_queued_items} items waiting)",
                     self.retry_after(),
                 )
             self._queue.append(job)
@@ -246,15 +230,17 @@ class Batcher:
             if isinstance(first, _CallJob):
                 return first
             jobs, items = [first], first.items
-            target = self.parallel_batches * self.max_batch_size
+            target = self.parallel_batches * self.settings.max_batch_size
             # Under load (the last batch merged several requests), the clients it answered are
-            # about to send again: wait up to max_wait for as many, or for every request the server
+            # about to send again: wait up to batch_wait_ms for as many, or for every request the server
             # holds, if more. Without the second, 64 closed-loop clients could settle into two
             # cohorts, one computing while the other was answered, in batches of half the size
             # (0.74× of direct encode() against 0.79-0.81×, benchmarks/serve_load.py). A lone
             # client never waits.
             wanted = max(self._last_requests, self.in_flight()) if self._last_requests > 1 else 1
-            deadline = time.monotonic() + (self.max_wait if self._last_requests > 1 else 0.0)
+            deadline = time.monotonic() + (
+                self.settings.batch_wait_ms / 1000 if self._last_requests > 1 else 0.0
+            )
             while True:
                 while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
                     if items + nxt.items > target:
@@ -293,17 +279,18 @@ class Batcher:
         if not live:
             return
         texts = [text for job, _ in live for text in job.texts]
-        size = max(1, min(self.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
+        size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
         start = time.perf_counter()
         try:
             vectors = self.model.encode(
                 texts,
                 batch_size=size,
-                max_tokens=self.max_batch_tokens,
+                max_tokens=self.settings.max_batch_tokens,
                 batch_cost_tokens=self.batch_cost_tokens,
-                pack=self.pack,
+                pack=self.settings.pack,
                 show_progress_bar=False,
             )
+            assert isinstance(vectors, np.ndarray)  # convert_to_tensor is off
         except BaseException as error:
             logger.exception("encoding a batch of %d sentences failed", len(texts))
             for job, _ in live:
@@ -325,30 +312,14 @@ class Batcher:
         call per job cost 2.4 ms for 64 one-sentence requests, against 0.9 ms). Should that call
         fail, each job is counted alone, and only a job whose own texts fail gets the error."""
         try:
-            counts = token_counts(self.model, [text for job in jobs for text in job.texts])
+            counts = self.model.token_counts([text for job in jobs for text in job.texts])
         except Exception:
             counted = []
             for job in jobs:
                 try:
-                    counted.append((job, token_counts(self.model, job.texts)))
+                    counted.append((job, self.model.token_counts(job.texts)))
                 except BaseException as error:
                     job.future.set_exception(error)
             return counted
         starts = itertools.accumulate((job.items for job in jobs), initial=0)
         return [(job, counts[start : start + job.items]) for job, start in zip(jobs, starts)]
-
-
-def token_counts(model: Any, texts: Sequence[str]) -> list[int]:
-    """Tokens of each text before truncation, special tokens included, as the model tokenizes it."""
-    if hasattr(model, "token_counts"):  # a static model: its own tokenizer, no transformer
-        return list(model.token_counts(texts))
-    transformer = model.transformer
-    if transformer.do_lower_case:
-        texts = [text.lower() for text in texts]
-    options = {"truncation": False, "return_attention_mask": False, "return_token_type_ids": False}
-    try:
-        ids = transformer.tokenizer(list(texts), verbose=False, **options)["input_ids"]
-    except TypeError:  # lone surrogates: encode() replaces them the same way
-        fixed = [text.encode("utf-8", errors="replace").decode("utf-8") for text in texts]
-        ids = transformer.tokenizer(fixed, verbose=False, **options)["input_ids"]
-    return [len(row) for row in ids]

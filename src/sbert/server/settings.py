@@ -1,0 +1,66 @@
+"""What ``sbert serve`` can be told, each setting with its one name and its one default.
+
+The command line's flags, :class:`~sbert.server.batcher.Batcher` and the app all read these; nothing
+here imports anything heavy, so ``sbert serve --help`` shows the defaults without loading a model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Request bounds: bytes of a body, items of a list field."""
+
+    max_body_bytes: int = 2_000_000
+    max_items: int = 2048
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """How the one model thread merges requests (see :mod:`sbert.server.batcher`).
+
+    Attributes:
+        max_batch_tokens: Cap on padded tokens (sentences × longest) of one forward pass.
+        max_batch_size: Most sentences in one forward pass.
+        max_queued_items: Sentences (or rerank pairs) that may wait before a request gets 429.
+        batch_wait_ms: Under load, how long a batch waits for the clients just answered (a lone
+            client never waits).
+        pack: Pack a merged batch's sentences into rows without padding where the model allows.
+    """
+
+    max_batch_tokens: int = 8192
+    max_batch_size: int = 32
+    max_queued_items: int = 2048
+    batch_wait_ms: float = 5.0
+    pack: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("max_batch_tokens", "max_batch_size", "max_queued_items"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.batch_wait_ms < 0:
+            raise ValueError(f"batch_wait_ms must not be negative, got {self.batch_wait_ms}")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How to serve: the command line's flags, grouped."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_key: str | None = None
+    index: str | None = None
+    cross_encoder: str | None = None
+    model_id: str | None = None
+    max_concurrent_requests: int = 512
+    batching: BatchSettings = field(default_factory=BatchSettings)
+    limits: Limits = field(default_factory=Limits)
+    drain_timeout: float = 30.0
+    log_level: str = "warning"
+
+
+def default(settings: type, name: str) -> object:
+    """The default of one setting (for the command line's help)."""
+    return next(item.default for item in fields(settings) if item.name == name)
