@@ -262,10 +262,7 @@ class SentenceEncoder(nn.Module):
         """
         token_embeddings = self.transformer(features)  # (batch, seq, hidden)
         embeddings = self.pooling(token_embeddings, features["attention_mask"])  # (batch, hidden)
-        for layer in self.layers:
-            if normalize or not isinstance(layer, Normalize):
-                embeddings = layer(embeddings)
-        return embeddings
+        return self._after_pooling(embeddings, normalize)
 
     def encode(
         self,
@@ -430,10 +427,12 @@ class SentenceEncoder(nn.Module):
         mask = features["attention_mask"]
         return self._after_pooling(self.pooling(self._fast(features["input_ids"], mask), mask))
 
-    def _after_pooling(self, embeddings: Tensor) -> Tensor:
-        """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors."""
+    def _after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
+        """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every engine's
+        pooled vectors go through this one function."""
         for layer in self.layers:
-            embeddings = layer(embeddings)
+            if normalize or not isinstance(layer, Normalize):
+                embeddings = layer(embeddings)
         return embeddings
 
     def _autocast_forward(self, features: dict[str, Tensor]) -> Tensor:

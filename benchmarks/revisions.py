@@ -1,0 +1,82 @@
+"""Encoding speed of two checkouts of sbert in one run: did a change keep today's figures?
+
+Each repeat starts one process per checkout, in alternating order; a process loads the bundled
+all-MiniLM-L6-v2 at the default precision and backend, warms up, then times ``encode()`` of the STSb
+test sentences (``--passes`` times). The figure is sentences per second; the ratio NEW/OLD is taken per
+repeat and its median reported, so a machine whose speed drifts hits both sides alike.
+
+    git worktree add /tmp/sbert-old <old commit>
+    flock /tmp/sbert-heavy.lock python benchmarks/revisions.py --old /tmp/sbert-old --new . \\
+        --data-dir ../shared/data --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from encode_speed import cpu_name
+
+# Run inside each checkout's process: print {"rate": sentences per second, "plan": what ran}.
+PROBE = """
+import json, sys, time
+from sbert import SentenceEncoder
+from sbert.data import read_stsb
+sentences = sorted({text for pair in read_stsb("test", sys.argv[1]) for text in (pair.sentence1, pair.sentence2)})
+model = SentenceEncoder.from_pretrained()
+model.encode(sentences[:256], show_progress_bar=False)
+start = time.perf_counter()
+for _ in range(int(sys.argv[2])):
+    model.encode(sentences, show_progress_bar=False)
+rate = int(sys.argv[2]) * len(sentences) / (time.perf_counter() - start)
+print(json.dumps({"rate": rate, "plan": f"{model.precision} on {model.backend}"}))
+"""
+
+
+def measure(checkout: Path, data_dir: str, passes: int) -> dict[str, object]:
+    environment = os.environ | {
+        "PYTHONPATH": str(checkout.resolve() / "src"),
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, data_dir, str(passes)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=True,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--old", type=Path, required=True, help="checkout before the change")
+    parser.add_argument("--new", type=Path, default=Path("."), help="checkout after it (default: this one)")
+    parser.add_argument("--data-dir", default=os.environ.get("SBERT_DATA", "../shared/data"))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--passes", type=int, default=2, help="encodes of the set per process")
+    args = parser.parse_args()
+    rates: dict[str, list[float]] = {"old": [], "new": []}
+    plans: dict[str, object] = {}
+    for repeat in range(args.repeats):
+        order = ("old", "new") if repeat % 2 == 0 else ("new", "old")
+        for side in order:
+            found = measure(getattr(args, side), args.data_dir, args.passes)
+            rates[side].append(float(found["rate"]))  # type: ignore[arg-type]
+            plans[side] = found["plan"]
+    ratios = [new / old for new, old in zip(rates["new"], rates["old"])]
+    print(f"CPU: {cpu_name()}; {args.repeats} repeats, alternating")
+    for side in ("old", "new"):
+        print(
+            f"{side}: {statistics.median(rates[side]):.0f} sentences/s ({plans[side]}; {args.__dict__[side]})"
+        )
+    print(f"new/old: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+
+
+if __name__ == "__main__":
+    main()
