@@ -166,3 +166,34 @@ def trainable_model_dir(tiny_model_dir: Path) -> Path:
 @pytest.fixture()
 def trainable_encoder(trainable_model_dir: Path) -> SentenceEncoder:
     return SentenceEncoder.from_pretrained(trainable_model_dir, device="cpu")
+
+
+PROMPTS = {"query": "query: ", "document": "passage: "}
+
+
+@pytest.fixture(scope="session", params=[True, False], ids=["include_prompt", "prompt_left_out"])
+def prompted_model_dir(
+    request: pytest.FixtureRequest, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The tiny BERT saved by sentence-transformers with prompts, pooling the prompt's tokens or not."""
+    return build_prompted(tiny_model_dir, tmp_path_factory.mktemp("prompted") / "model", request.param)
+
+
+@pytest.fixture(scope="session")
+def prompted_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny BERT with prompts whose pooling leaves the prompt out (for the layers above the model)."""
+    return build_prompted(tiny_model_dir, tmp_path_factory.mktemp("prompted") / "model", include_prompt=False)
+
+
+def build_prompted(tiny_model_dir: Path, path: Path, include_prompt: bool) -> Path:
+    """Save the tiny BERT with sentence-transformers itself, with a query and a document prompt (the
+    query one the default)."""
+    from sentence_transformers import SentenceTransformer, models
+
+    transformer = models.Transformer(str(tiny_model_dir), max_seq_length=64)
+    pooling = models.Pooling(transformer.get_embedding_dimension(), "mean", include_prompt=include_prompt)
+    model = SentenceTransformer(
+        modules=[transformer, pooling], prompts=PROMPTS, default_prompt_name="query", device="cpu"
+    )
+    model.save(str(path))
+    return path

@@ -179,12 +179,12 @@ def test_a_model_openvino_cannot_convert_runs_on_pytorch(
 ) -> None:
     if not (INT8_HERE if precision == "mixed" else openvino_installed()):
         pytest.skip(f"{precision} does not run on OpenVINO here")
-    from sbert import encoder as encoder_module
+    from sbert.inference import engines as engines_module
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise RuntimeError("unsupported operation aten::exotic")
 
-    monkeypatch.setattr(encoder_module, "OpenVinoEngine", refuse)
+    monkeypatch.setattr(engines_module, "OpenVinoEngine", refuse)
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision=precision)
     with caplog.at_level(logging.WARNING, logger="sbert"):
         vectors = model.encode(SENTENCES)
@@ -239,9 +239,9 @@ def test_auto_never_calibrates(
 
 
 def test_bad_or_empty_input_compiles_no_engine(tiny_model_dir, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sbert import encoder as encoder_module
+    from sbert.inference import engines as engines_module
 
-    monkeypatch.setattr(encoder_module, "OpenVinoEngine", lambda *a, **k: pytest.fail("compiled an engine"))
+    monkeypatch.setattr(engines_module, "OpenVinoEngine", lambda *a, **k: pytest.fail("compiled an engine"))
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", backend="auto")
     with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
         model.encode(["fine", 7])

@@ -7,8 +7,7 @@ module), and at inference a sentence goes through alone to give its fixed-size v
 from __future__ import annotations
 
 import logging
-import numbers
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,16 +18,16 @@ from tqdm.auto import tqdm
 
 from sbert.batching import length_sorted_batches
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.inference import FastBert
 from sbert.inference.cpu import CpuCapabilities, this_cpu
-from sbert.inference.fast_bert import parameter_version, supports
-from sbert.inference.openvino_engine import OpenVinoEngine
-from sbert.inference.packing import MAX_PASS_TOKENS, packable, packed_passes
-from sbert.inference.plan import EnginePlan, make_plan
-from sbert.inference.precision import check_backend, check_precision
-from sbert.model_io import load_modules, save_modules
+from sbert.inference.engines import Engines, prompt_length
+from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
+from sbert.inference.plan import EnginePlan
+from sbert.inference.precision import check_backend, check_precision, warn_once
+from sbert.inputs import as_texts, check_count, valid_utf8
+from sbert.model_io import load_modules, load_prompts, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
 from sbert.modules.normalize import Normalize
+from sbert.prompts import Prompts
 
 logger = logging.getLogger("sbert")
 
@@ -64,6 +63,7 @@ class SentenceEncoder(nn.Module):
         pooling: Pooling | None = None,
         layers: Sequence[nn.Module] = (),
         name: str | None = None,
+        prompts: Prompts | None = None,
     ) -> None:
         if not isinstance(transformer, Transformer):
             hint = (
@@ -77,17 +77,15 @@ class SentenceEncoder(nn.Module):
         self.pooling = pooling or Pooling(transformer.dim)
         self.layers = nn.ModuleList(layers)
         self.name = name or "unnamed"
+        self.prompts = prompts or Prompts()  # sentence-transformers' prompts and default prompt
         self.source: str | None = None
         self.cpu_capabilities: CpuCapabilities = (
             this_cpu()
         )  # the plan is made for these; tests simulate others
-        self._plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan] = {}
-        self._openvino_failed: str | None = None  # why OpenVINO could not compile this model
         self.requested_precision = "auto"
         self.requested_backend = "auto"
         self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
-        self._fast: FastBert | None = None  # bf16 weights, rebuilt when the float32 weights change
-        self._openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like _fast
+        self.engines = Engines(self)  # the plans and the compiled engines that carry them out
 
     @classmethod
     def from_pretrained(
@@ -105,8 +103,10 @@ class SentenceEncoder(nn.Module):
         Args:
             name_or_path: ``None`` or ``"all-MiniLM-L6-v2"`` for the bundled model; a local Hugging Face
                 or sentence-transformers directory; or a hub id ``org/name`` (needs internet).
-            pooling: ``"mean"``, ``"cls"`` or ``"max"``; overrides the saved pooling. Plain Hugging Face
-                models default to ``"mean"``.
+            pooling: A mode of :data:`sbert.options.POOLING_MODES` (``"mean"``, ``"cls"``, ``"max"``,
+                ``"lasttoken"``...); overrides the saved pooling. Plain Hugging Face models default
+                to ``"mean"``. A saved model's prompts (``config_sentence_transformers.json``) are
+                read into :attr:`prompts`.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
             precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it
@@ -135,7 +135,7 @@ class SentenceEncoder(nn.Module):
             )
             return static.to(device or "cpu")  # a table lookup gains nothing from a GPU
         transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
-        model = cls(transformer, pooler, layers, name=str(name_or_path or DEFAULT_MODEL))
+        model = cls(transformer, pooler, layers, str(name_or_path or DEFAULT_MODEL), load_prompts(path))
         model.source = str(path)
         model.eval()
         model.requested_precision = precision
@@ -145,12 +145,12 @@ class SentenceEncoder(nn.Module):
 
     def save(self, path: str | Path) -> None:
         """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
-        save_modules(Path(path), self.transformer, self.pooling, list(self.layers))
+        save_modules(Path(path), self.transformer, self.pooling, list(self.layers), self.prompts)
 
     @property
     def dim(self) -> int:
         """Size of the sentence vectors."""
-        dim = self.pooling.dim
+        dim = self.pooling.output_dim
         for layer in self.layers:
             dim = getattr(layer, "out_features", dim)
         return dim
@@ -199,7 +199,7 @@ class SentenceEncoder(nn.Module):
         """What ``encode()`` runs (:class:`~sbert.inference.plan.EnginePlan`): precision, backend,
         packing and why each differs from what was asked for. Resolved once for the requested
         precision and backend, the device and :attr:`cpu_capabilities`; made anew only when one of them changes."""
-        return self._plan_for(self.requested_precision)
+        return self.plan_for(self.requested_precision)
 
     @property
     def precision(self) -> str:
@@ -222,21 +222,10 @@ class SentenceEncoder(nn.Module):
         """Whether ``encode(pack=True)`` packs rows here: a BERT model on OpenVINO in float32 or bf16."""
         return self.plan.packs
 
-    def _plan_for(self, precision: str) -> EnginePlan:
-        key = (check_precision(precision), self.requested_backend, str(self.device), self.cpu_capabilities)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = make_plan(
-                precision,
-                self.requested_backend,
-                self.device,
-                self.cpu_capabilities,
-                lambda chosen: packable(self.transformer.model, chosen),
-            )
-            if plan.backend == "openvino" and plan.requested_backend == "auto" and self._openvino_failed:
-                plan = plan.without_openvino(self._openvino_failed)
-            self._plans[key] = plan
-        return plan
+    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
+        """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the model's
+        requested backend). A graph that later fails its probe changes the plan (it says why)."""
+        return self.engines.plan_for(precision, backend)
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
@@ -245,15 +234,29 @@ class SentenceEncoder(nn.Module):
         except TypeError:
             # The Rust tokenizer rejects strings that are not valid UTF-8 (lone surrogates):
             # replace those characters rather than fail on text a user cannot easily see.
-            return self.transformer.tokenize([_valid_utf8(s) for s in sentences])
+            return self.transformer.tokenize([valid_utf8(s) for s in sentences])
 
-    def token_counts(self, sentences: Sequence[str]) -> list[int]:
-        """Tokens of each sentence before truncation, special tokens included (what ``encode`` would
-        cut to ``max_seq_length``)."""
+    def token_counts(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> list[int]:
+        """Tokens of each sentence before truncation, special tokens and the prompt included (what
+        ``encode`` with the same prompt would cut to ``max_seq_length``)."""
+        sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
         try:
             return self.transformer.token_counts(sentences)
         except TypeError:  # lone surrogates, replaced as tokenize() replaces them
-            return self.transformer.token_counts([_valid_utf8(s) for s in sentences])
+            return self.transformer.token_counts([valid_utf8(s) for s in sentences])
+
+    def with_prompt(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> tuple[list[str], int]:
+        """The sentences with the prompt before each (:attr:`prompts`: ``prompt``, else the one named
+        ``prompt_name``, else the model's default), and the prompt's length in tokens (0: none)."""
+        text = self.prompts.resolve(prompt_name, prompt)
+        if not text:
+            return list(sentences), 0
+        length = self.transformer.prompt_length(valid_utf8(text))
+        return [text + sentence for sentence in sentences], length
 
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
         """Sentence vectors (batch, dim) of a padded batch from ``transformer.collate``.
@@ -261,8 +264,8 @@ class SentenceEncoder(nn.Module):
         ``normalize=False`` skips a Normalize layer (the vectors keep their length; cosines do not change).
         """
         token_embeddings = self.transformer(features)  # (batch, seq, hidden)
-        embeddings = self.pooling(token_embeddings, features["attention_mask"])  # (batch, hidden)
-        return self._after_pooling(embeddings, normalize)
+        embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
+        return self.after_pooling(embeddings, normalize)  # (batch, dim)
 
     def encode(
         self,
@@ -275,6 +278,8 @@ class SentenceEncoder(nn.Module):
         max_tokens: int | None = None,
         batch_cost_tokens: int | None = None,
         pack: bool = False,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
     ) -> np.ndarray | Tensor:
         """Embed sentences; the output keeps the input order.
 
@@ -300,26 +305,30 @@ class SentenceEncoder(nn.Module):
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
                 tokens of a pass (default 8192).
+            prompt_name: Put the model's prompt of that name before every sentence (see
+                :attr:`prompts`); default: the model's default prompt, if it has one.
+            prompt: Put this text before every sentence (instead of any named prompt).
 
         Raises:
             TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
                 a DataFrame, bytes, a set, ``None``...), an item is not a string (the message names
                 its index and type), or ``batch_size`` or ``max_tokens`` is not a whole number.
-            ValueError: an unknown ``precision``, or ``batch_size`` or ``max_tokens`` below 1.
+            ValueError: an unknown ``precision`` or ``prompt_name``, a prompt that alone fills
+                ``max_seq_length``, or ``batch_size`` or ``max_tokens`` below 1.
         """
         # Every check before an engine is compiled or calibrated: bad input fails at once.
-        _check_count("batch_size", batch_size)
+        check_count("batch_size", batch_size)
         for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
             if value is not None:
-                _check_count(name, value)
-        plan = self._plan_for(self.requested_precision if precision is None else precision)
+                check_count(name, value)
+        plan = self.plan_for(self.requested_precision if precision is None else precision)
         single = isinstance(sentences, str)
-        texts = as_texts(sentences)
+        texts, prompt_length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
         if texts:
-            engine = self._openvino_engine(plan.precision) if plan.backend == "openvino" else None
+            engine = self.engines.openvino_engine(plan.precision) if plan.backend == "openvino" else None
             if plan.backend == "openvino" and engine is None:  # conversion failed: the plan says so now
-                plan = self._plan_for(plan.requested_precision)
+                plan = self.plan_for(plan.requested_precision)
             run_precision = plan.precision
             tokenized = self.tokenize(texts)
             if tokenized.truncated:
@@ -330,6 +339,9 @@ class SentenceEncoder(nn.Module):
                     self.max_seq_length,
                 )
             packed = pack and engine is not None and plan.packs
+            if packed and engine is not None and (failure := engine.packed_failure()):
+                warn_once(f"{self.name}: {failure}; padded batches run instead")
+                packed = False
             batches = cast(  # index arrays, or packed passes (rows of indices)
                 Sequence[Any],
                 packed_passes(
@@ -352,82 +364,68 @@ class SentenceEncoder(nn.Module):
                     embed = engine.embed_packed if packed else engine.embed
                     pooled = embed(tokenized.ids, batches, lambda: progress.update())
                     with torch.inference_mode():
-                        embeddings = self._after_pooling(pooled.to(self.device)).float().cpu()
+                        embeddings = self.after_pooling(pooled.to(self.device)).float().cpu()
                 else:
                     with torch.inference_mode():
-                        forward = self._inference_forward(run_precision)
+                        forward = self.engines.torch_forward(run_precision)
                         for batch in batches:
                             features = self.transformer.collate([tokenized.ids[i] for i in batch])
                             features = {key: value.to(self.device) for key, value in features.items()}
+                            if prompt_length:
+                                features["prompt_length"] = torch.tensor(prompt_length)
                             embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
                             progress.update()
             finally:
                 progress.close()
                 if toggle:
                     self.train(was_training)
+        _check_finite(embeddings, plan)
         if normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result = embeddings[0] if single else embeddings
         return result if convert_to_tensor else result.numpy()
 
-    def _inference_forward(self, precision: str) -> Callable[[dict[str, Tensor]], Tensor]:
-        """The batch → sentence vectors function for ``precision``.
+    def encode_query(
+        self,
+        sentences: str | Iterable[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **options: Any,
+    ) -> np.ndarray | Tensor:
+        """:meth:`encode` for search queries, with :meth:`query_prompt`.
 
-        bf16 on CPU runs FastBert (weights converted once; 1.7-2× faster than autocast on the measured
-        CPU); other models and CUDA use autocast around the float32 module.
+        Example:
+            >>> model = SentenceEncoder.from_pretrained()
+            >>> model.encode_query("how do I play the guitar?").shape
+            (384,)
         """
-        if precision == "float32":
-            return self
-        model = self.transformer.model
-        if self.device.type == "cpu" and supports(model):
-            if self._fast is None or self._fast.version != parameter_version(model):
-                self._fast = FastBert(model, torch.bfloat16)
-            return self._fast_forward
-        return self._autocast_forward
+        return self.encode(sentences, prompt=self.query_prompt(prompt_name, prompt), **options)
 
-    def _openvino_engine(self, precision: str) -> OpenVinoEngine | None:
-        """The compiled engine for ``precision``, converted again whenever the weights have changed.
+    def encode_document(
+        self,
+        sentences: str | Iterable[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        **options: Any,
+    ) -> np.ndarray | Tensor:
+        """:meth:`encode` for the passages a search finds, with :meth:`document_prompt`."""
+        return self.encode(sentences, prompt=self.document_prompt(prompt_name, prompt), **options)
 
-        ``None`` (with a one-line warning) when OpenVINO cannot convert this model and the backend
-        was ``auto``: encode() then runs on PyTorch. Asked for explicitly, the error is raised.
-        """
-        engine = self._openvino.get(precision)
-        calibration = self.calibration_sentences
-        if (
-            engine is None
-            or engine.version != parameter_version(self.transformer.model)
-            or engine.calibration is not calibration
-            or engine.native_bf16 != self.cpu_capabilities.bf16
-        ):
-            try:
-                engine = OpenVinoEngine(
-                    self.transformer,
-                    self.pooling,
-                    precision,
-                    calibration,
-                    native_bf16=self.cpu_capabilities.bf16,
-                )
-            except ValueError:  # bad input (an empty calibration set): the caller's to fix
-                raise
-            except Exception as error:  # an architecture OpenVINO cannot convert
-                if self.requested_backend == "openvino":
-                    raise
-                # Recorded in the plan: precision and backend then report what PyTorch runs.
-                self._openvino_failed = (
-                    f"OpenVINO could not compile {self.name} ({error}); PyTorch runs it instead"
-                )
-                logger.warning(self._openvino_failed)
-                self._plans.clear()
-                return None
-            self._openvino[precision] = engine
-        return engine
+    def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
+        """The text :meth:`encode_query` puts before each sentence: ``prompt``, else the prompt
+        named ``prompt_name``, else the model's ``query`` prompt, else its default prompt."""
+        if prompt_name is None and prompt is None:
+            prompt_name = self.prompts.query_name()
+        return self.prompts.resolve(prompt_name, prompt)
 
-    def _fast_forward(self, features: dict[str, Tensor]) -> Tensor:
-        assert self._fast is not None
-        mask = features["attention_mask"]
-        return self._after_pooling(self.pooling(self._fast(features["input_ids"], mask), mask))
+    def document_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
+        """The text :meth:`encode_document` puts before each sentence: as :meth:`query_prompt`,
+        with the model's ``document``, ``passage`` or ``corpus`` prompt (the first it has)."""
+        if prompt_name is None and prompt is None:
+            prompt_name = self.prompts.document_name()
+        return self.prompts.resolve(prompt_name, prompt)
 
-    def _after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
+    def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every engine's
         pooled vectors go through this one function."""
         for layer in self.layers:
@@ -435,56 +433,12 @@ class SentenceEncoder(nn.Module):
                 embeddings = layer(embeddings)
         return embeddings
 
-    def _autocast_forward(self, features: dict[str, Tensor]) -> Tensor:
-        with torch.autocast(self.device.type, dtype=torch.bfloat16):
-            return self(features).float()
 
-
-def as_texts(sentences: object) -> list[str]:
-    """``sentences`` (one string, or an ordered collection of strings) as a list of strings.
-
-    Raises:
-        TypeError: for what iterates to something other than its texts: a dict or a DataFrame (keys
-            or column names), bytes (integers), a set (no order to return vectors in); ``None`` or a
-            number; or an item that is not a string.
-
-    Example:
-        >>> as_texts("one"), as_texts(("a", "b"))
-        (['one'], ['a', 'b'])
-    """
-    if isinstance(sentences, str):
-        return [sentences]
-    kind = "None" if sentences is None else type(sentences).__name__
-    if isinstance(sentences, bytes | bytearray | memoryview):
-        raise TypeError(f"sentences is {kind}: decode it to str first, e.g. data.decode('utf-8')")
-    if isinstance(sentences, Mapping) or hasattr(sentences, "columns"):
-        raise TypeError(
-            f"sentences is a {kind}, which iterates over its keys or column names: pass a list of "
-            "strings, e.g. list(d.values()) or df['text'].tolist()"
+def _check_finite(embeddings: Tensor, plan: EnginePlan) -> None:
+    """Raise ``FloatingPointError`` naming the first sentence whose vector holds NaN or inf."""
+    bad = (~torch.isfinite(embeddings)).any(dim=1).nonzero()
+    if len(bad):
+        raise FloatingPointError(
+            f"sentence {int(bad[0])} (of {len(embeddings)}) got a vector with NaN or inf from "
+            f"{plan.backend}/{plan.precision}; {len(bad)} vector(s) in all"
         )
-    if isinstance(sentences, set | frozenset):  # dict keys, also a Set, keep their order
-        raise TypeError(f"sentences is a {kind}, which has no order to return vectors in: pass a list")
-    if not isinstance(sentences, Iterable):
-        raise TypeError(f"sentences is {kind}, expected a string or a list of strings")
-    texts = list(sentences)
-    check_texts(texts)
-    return texts
-
-
-def _check_count(name: str, value: object) -> None:
-    """``TypeError`` unless ``value`` is a whole number (not a bool), ``ValueError`` if below 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a whole number, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-
-
-def check_texts(texts: Sequence[object]) -> None:
-    """Raise ``TypeError`` naming the first item that is not a string."""
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"sentences[{index}] is {type(text).__name__}, expected str")
-
-
-def _valid_utf8(text: str) -> str:
-    return text.encode("utf-8", errors="replace").decode("utf-8")

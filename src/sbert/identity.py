@@ -19,7 +19,7 @@ import torch
 from sbert.errors import ModelLoadError
 
 # The pipeline fields a mismatch message names, in the order a user would check them.
-PIPELINE_FIELDS = ("pooling", "layers", "dim", "max_seq_length")
+PIPELINE_FIELDS = ("pooling", "layers", "dim", "max_seq_length", "prompts", "include_prompt")
 
 
 class ModelMismatchError(ModelLoadError):
@@ -34,8 +34,8 @@ class ModelIdentity:
         name: What the model was loaded as (``"all-MiniLM-L6-v2"``, a hub id or a path), for display.
         source: The absolute directory the weights were read from, or ``None`` for an in-memory model.
         fingerprint: SHA-256 of the pipeline description and every weight.
-        pipeline: Pooling mode, layer names (``Dense``, ``Normalize``), output dimension and
-            ``max_seq_length``.
+        pipeline: Pooling mode, layer names (``Dense``, ``Normalize``), output dimension,
+            ``max_seq_length``, and the model's prompts and ``include_prompt`` where it has them.
 
     Example:
         >>> from sbert import SentenceEncoder
@@ -80,6 +80,11 @@ def model_identity(model: Any) -> ModelIdentity:
         "dim": int(model.dim),
         "max_seq_length": int(model.max_seq_length),
     }
+    # Only where set, so that a model without prompts keeps the fingerprint it had before prompts.
+    if model.prompts.named:
+        pipeline["prompts"] = model.prompts.config()
+    if not model.pooling.include_prompt:
+        pipeline["include_prompt"] = False
     identity = ModelIdentity(
         name=str(model.name),
         source=getattr(model, "source", None),

@@ -23,6 +23,7 @@ from sbert import __version__
 from sbert.errors import ModelLoadError
 from sbert.files import replace_dir, staging_dir
 from sbert.modules import Dense, Normalize, Pooling, Transformer
+from sbert.prompts import Prompts
 
 _ST_TYPES = {
     "Transformer": "sentence_transformers.models.Transformer",
@@ -73,7 +74,7 @@ def load_modules(
             pooling_file = folder / "config.json"
             pooler = Pooling.from_config(read_json(pooling_file), source=str(pooling_file))
             if pooling is not None:
-                pooler = Pooling(pooler.dim, pooling)
+                pooler = Pooling(pooler.dim, pooling, include_prompt=pooler.include_prompt)
         elif kind == "Dense":
             layers.append(_load_dense(folder))
         elif kind == "Normalize":
@@ -104,6 +105,17 @@ def load_modules(
     return transformer, pooler, layers
 
 
+def load_prompts(path: Path) -> Prompts:
+    """The prompts of a sentence-transformers directory (none for a plain Hugging Face one)."""
+    config_file = path / "config_sentence_transformers.json"
+    if not config_file.is_file():
+        return Prompts()
+    try:
+        return Prompts.from_config(read_json(config_file), str(config_file))
+    except ValueError as error:
+        raise ModelLoadError(str(error)) from error
+
+
 def _module_entries(modules_file: Path) -> list[dict[str, Any]]:
     """The entries of ``modules.json`` in ``idx`` order, each with a ``path`` inside the model directory."""
     entries = read_json(modules_file)
@@ -130,19 +142,27 @@ def _module_entries(modules_file: Path) -> list[dict[str, Any]]:
     return sorted(checked, key=lambda e: e["idx"])
 
 
-def save_modules(path: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module]) -> None:
+def save_modules(
+    path: Path,
+    transformer: Transformer,
+    pooling: Pooling,
+    layers: list[nn.Module],
+    prompts: Prompts | None = None,
+) -> None:
     """Write a model directory atomically: built under a temporary name, then renamed into place."""
     path = Path(path)
     staging = staging_dir(path)
     try:
-        _write_modules(staging, transformer, pooling, layers)
+        _write_modules(staging, transformer, pooling, layers, prompts or Prompts())
         replace_dir(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _write_modules(folder: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module]) -> None:
+def _write_modules(
+    folder: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module], prompts: Prompts
+) -> None:
     transformer.save(folder)
     _write_json(
         folder / "sentence_bert_config.json",
@@ -152,8 +172,7 @@ def _write_modules(folder: Path, transformer: Transformer, pooling: Pooling, lay
         folder / "config_sentence_transformers.json",
         {
             "__version__": {"sbert": __version__},
-            "prompts": {},
-            "default_prompt_name": None,
+            **prompts.config(),
             "similarity_fn_name": "cosine",
         },
     )

@@ -18,7 +18,7 @@ from typing import Literal, TypeVar, get_args
 
 Precision = Literal["auto", "float32", "bfloat16", "mixed", "int8"]
 Backend = Literal["auto", "torch", "openvino"]
-PoolingMode = Literal["mean", "cls", "max"]
+PoolingMode = Literal["mean", "cls", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken"]
 ConcatenationPart = Literal["u", "v", "|u-v|", "u*v"]
 TripletDistance = Literal["euclidean", "manhattan", "cosine"]
 FileLoss = Literal["cosine-mse", "cosent", "softmax", "triplet", "mnrl"]
@@ -29,6 +29,7 @@ Metric = Literal["cosine", "dot", "euclidean", "manhattan"]
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
 POOLING_MODES: tuple[PoolingMode, ...] = get_args(PoolingMode)
+PAPER_POOLING_MODES: tuple[PoolingMode, ...] = ("mean", "cls", "max")  # the paper's Table 7
 CONCATENATION_PARTS: tuple[ConcatenationPart, ...] = get_args(ConcatenationPart)
 PAPER_CONCATENATION: tuple[ConcatenationPart, ...] = ("u", "v", "|u-v|")  # the paper's (u, v, |u−v|)
 TRIPLET_DISTANCES: tuple[TripletDistance, ...] = get_args(TripletDistance)

@@ -116,3 +116,67 @@ def test_int8_calibration_file_reaches_the_model(tiny_model_dir: Path, tmp_path:
     )
     expected = model.encode(["a cat eats food", "the child is happy"])
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), expected)
+
+
+def test_encode_index_and_search_use_the_prompts(prompted_dir: Path, tmp_path: Path, capsys) -> None:
+    model = SentenceEncoder.from_pretrained(prompted_dir, device="cpu", backend="torch")
+    texts = ["a man plays guitar", "the dog runs", "rain in the park"]
+    (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    common = ["--model", str(prompted_dir), "--backend", "torch"]
+    assert (
+        main(
+            [
+                "encode",
+                str(tmp_path / "in.txt"),
+                "-o",
+                str(tmp_path / "d.npy"),
+                "--prompt-name",
+                "document",
+                *common,
+            ]
+        )
+        == 0
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "d.npy"), model.encode_document(texts), atol=1e-6)
+    assert (
+        main(["encode", str(tmp_path / "in.txt"), "-o", str(tmp_path / "q.npy"), "--prompt", "Q: ", *common])
+        == 0
+    )
+    np.testing.assert_allclose(np.load(tmp_path / "q.npy"), model.encode(texts, prompt="Q: "), atol=1e-6)
+    assert main(["similarity", "a", "b", "--prompt-name", "passage", *common]) != 0
+    assert (
+        "unknown prompt_name 'passage'; this model's prompts: 'document', 'query'" in capsys.readouterr().err
+    )
+
+    index = tmp_path / "index"
+    assert (
+        main(
+            [
+                "index",
+                "build",
+                "--corpus",
+                str(tmp_path / "in.txt"),
+                "-o",
+                str(index),
+                "--kind",
+                "flat",
+                *common,
+            ]
+        )
+        == 0
+    )
+    assert json.loads((index / "manifest.json").read_text())["document_prompt"] == "passage: "
+    capsys.readouterr()
+    assert main(["search", "the dog runs", "--index", str(index), "--json", "-k", "3", *common]) == 0
+    scores = [hit["score"] for hit in json.loads(capsys.readouterr().out)["hits"]]
+    documents, query = model.encode_document(texts), model.encode_query("the dog runs")
+    expected = documents @ query / np.linalg.norm(documents, axis=1) / np.linalg.norm(query)
+    np.testing.assert_allclose(scores, np.sort(expected)[::-1], atol=1e-5)
+
+
+def test_info_shows_prompts_and_what_each_backend_runs(prompted_dir: Path, capsys) -> None:
+    assert main(["info", str(prompted_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "prompts:        document: 'passage: ', query: 'query: ' (default)" in out
+    assert "Pooling(mean, prompt left out)" in out
+    assert "openvino/float32  torch/float32" in out or "openvino/float32  refused" in out

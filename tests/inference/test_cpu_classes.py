@@ -93,7 +93,7 @@ def test_the_plan_is_made_without_a_model() -> None:
 def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_calls(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sbert import encoder as encoder_module
+    from sbert.inference import engines as encoder_module
 
     ran: list[str] = []
     real_engine = encoder_module.OpenVinoEngine
@@ -120,7 +120,7 @@ def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_call
             np.testing.assert_array_equal(vectors, exact)
         else:  # really quantized
             assert np.abs(vectors - exact).max() > 1e-4
-    assert set(model._openvino) == {"float32", "int8"}
+    assert set(model.engines.openvino) == {"float32", "int8"}
 
 
 def test_a_store_records_the_plan_that_ran(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -176,3 +176,30 @@ def test_openvino_server_packs_concurrent_requests_into_the_vectors_of_encode(ti
     finally:
         process.terminate()
         assert process.wait_exit() == 0
+
+
+def test_prompt_name_on_the_embeddings_and_similarity_routes(prompted_dir: Path) -> None:
+    from server_process import tiny_server_args
+
+    model = SentenceEncoder.from_pretrained(prompted_dir, device="cpu", precision="float32", backend="torch")
+    served = ServerProcess(tiny_server_args(prompted_dir)).wait_ready()
+    try:
+        default = post(served, "/v1/embeddings", {"input": SENTENCES}).json()
+        document = post(served, "/v1/embeddings", {"input": SENTENCES, "prompt_name": "document"}).json()
+        np.testing.assert_allclose(
+            [d["embedding"] for d in default["data"]], model.encode(SENTENCES), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            [d["embedding"] for d in document["data"]], model.encode_document(SENTENCES), atol=1e-6
+        )
+        assert document["usage"]["prompt_tokens"] == sum(
+            model.token_counts(SENTENCES, prompt_name="document")
+        )
+        unknown = post(
+            served, "/similarity", {"source_sentence": "a", "sentences": ["b"], "prompt_name": "x"}
+        )
+        assert unknown.status_code == 422 and unknown.json()["error"]["param"] == "prompt_name"
+        assert "'document', 'query'" in unknown.json()["error"]["message"]
+    finally:
+        served.terminate()
+        served.wait_exit()

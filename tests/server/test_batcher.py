@@ -127,10 +127,10 @@ def test_a_job_whose_texts_cannot_be_counted_fails_alone(
 ) -> None:
     counted = tiny_encoder.token_counts
 
-    def failing(texts: list[str]) -> list[int]:
+    def failing(texts: list[str], prompt: str | None = None) -> list[int]:
         if "poison" in texts:
             raise RuntimeError("the tokenizer failed")
-        return counted(texts)
+        return counted(texts, prompt=prompt)
 
     monkeypatch.setattr(tiny_encoder, "token_counts", failing)
     batcher = Batcher(tiny_encoder)
@@ -168,3 +168,18 @@ def test_bad_arguments_and_scores() -> None:
         BatchSettings(batch_wait_ms=-1)
     assert cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]])) == [1.0, 0.0]
     assert ranked([0.2, 0.9, 0.2]) == [(1, 0.9), (0, 0.2), (2, 0.2)]
+
+
+def test_jobs_with_different_prompts_never_share_a_batch(tiny_encoder: SentenceEncoder) -> None:
+    stats: list[BatchStats] = []
+    batcher = Batcher(tiny_encoder, on_batch=stats.append)
+    prompts = ["", "query: ", "query: ", ""]
+    futures = [batcher.embed(["the dog runs", "rain"], prompt=prompt) for prompt in prompts]
+    batcher.start()
+    try:
+        for prompt, future in zip(prompts, futures):
+            expected = tiny_encoder.encode(["the dog runs", "rain"], prompt=prompt)
+            np.testing.assert_allclose(future.result(timeout=30).vectors, expected, atol=1e-6)
+    finally:
+        batcher.close()
+    assert [s.requests for s in stats] == [1, 2, 1]  # the two query jobs merged, nothing else

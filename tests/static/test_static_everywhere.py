@@ -78,3 +78,19 @@ def test_serve_gives_encode_vectors(distilled: Path) -> None:
     finally:
         process.terminate()
         process.wait_exit()
+
+
+def test_info_describes_a_static_model_and_its_prompts(
+    static_model: StaticEncoder, tmp_path: Path, capsys
+) -> None:
+    from sbert.prompts import Prompts
+
+    static_model.prompts = Prompts({"query": "query: "}, default_name="query")
+    static_model.save(tmp_path / "static")
+    assert main(["info", str(tmp_path / "static")]) == 0
+    out = capsys.readouterr().out
+    assert "static, " in out and "StaticEmbedding → Pooling(mean)" in out
+    assert "prompts:        query: 'query: ' (default)" in out
+    assert "openvino/int8     torch/float32" in out
+    loaded = SentenceEncoder.from_pretrained(tmp_path / "static")
+    np.testing.assert_allclose(loaded.encode(["rain"]), static_model.encode(["query: rain"], prompt=""), atol=1e-6)

@@ -255,3 +255,16 @@ def test_any_pyarrow_filesystem(tmp_path: Path, tiny_encoder) -> None:  # type: 
     np.testing.assert_array_equal(again.vectors([29, 3]), store.vectors([29, 3]))
     assert again.texts([29]) == [texts[29]]
     again.verify()
+
+
+def test_the_prompt_is_applied_recorded_and_must_match_to_resume(tmp_path: Path, prompted_dir: Path) -> None:
+    from sbert import SentenceEncoder
+
+    model = SentenceEncoder.from_pretrained(prompted_dir, device="cpu", precision="float32", backend="torch")
+    texts = sentences(12)
+    out = str(tmp_path / "s") + "/"
+    store = encode_corpus(model, texts, out, shard_size=5, prompt_name="document", show_progress=False)
+    assert store.manifest["prompt"] == "passage: "
+    np.testing.assert_allclose(store.vectors(np.arange(12)), model.encode_document(texts), atol=1e-6)
+    with pytest.raises(StoreError, match=r"prompt 'passage: ' vs 'query: '"):
+        encode_corpus(model, texts, out, shard_size=5, show_progress=False)  # the default prompt: query

@@ -48,6 +48,18 @@ def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto"
     )
 
 
+def add_prompt_arguments(
+    parser: argparse.ArgumentParser, default: str = "the model's default prompt"
+) -> None:
+    """``--prompt-name`` and ``--prompt``: the text put before every sentence (``encode(prompt_name=..., prompt=...)``)."""
+    parser.add_argument(
+        "--prompt-name", default=None, help=f"one of the model's prompts by name (default: {default})"
+    )
+    parser.add_argument(
+        "--prompt", default=None, help="this text before every sentence, instead of a named prompt"
+    )
+
+
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",

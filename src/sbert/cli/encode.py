@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
@@ -74,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     store.add_argument("--workers", type=int, default=None, help="ray: encoder actors (default: one per CPU)")
     store.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_arguments(parser)
+    add_prompt_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -118,7 +119,12 @@ def run(args: argparse.Namespace) -> int:
     texts = read_texts(args.input, args.format, args.column, skip_bad_lines=args.skip_bad_lines)
     model = load_model(args)
     vectors = model.encode(
-        texts, batch_size=args.batch_size, max_tokens=args.max_tokens, normalize=args.normalize
+        texts,
+        batch_size=args.batch_size,
+        max_tokens=args.max_tokens,
+        normalize=args.normalize,
+        prompt_name=args.prompt_name,
+        prompt=args.prompt,
     )
     assert isinstance(vectors, np.ndarray)
     if kind == "stdout":
@@ -162,6 +168,8 @@ def _run_store(args: argparse.Namespace) -> int:
         engine=args.engine,
         address=args.address,
         workers=args.workers,
+        prompt_name=args.prompt_name,
+        prompt=args.prompt,
     )
     skipped = store.manifest.get("skipped_lines", 0)
     print(

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
@@ -60,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_text_arguments(build)
     build.add_argument("--batch-size", type=int, default=32)
     add_model_arguments(build)
+    add_prompt_arguments(build, default="the model's document prompt, as encode_document()")
     build.set_defaults(handler=run_build)
 
 
@@ -89,8 +90,12 @@ def run_build(args: argparse.Namespace) -> int:
         if not texts:
             raise ValueError(f"{args.corpus}: no sentences to index")
         model = load_model(args)
-        vectors = model.encode(
-            texts, batch_size=args.batch_size, show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+        vectors = model.encode_document(
+            texts,
+            batch_size=args.batch_size,
+            show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES,
+            prompt_name=args.prompt_name,
+            prompt=args.prompt,
         )
         index = VectorIndex.build(
             vectors,
@@ -101,6 +106,7 @@ def run_build(args: argparse.Namespace) -> int:
             rescore=rescore,
             max_memory=max_memory,
         )
+        index.document_prompt = model.document_prompt(args.prompt_name, args.prompt)
         index.save(args.output)
         what = f"{len(index)} sentences"
     if index.choice:

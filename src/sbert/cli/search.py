@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 
 if TYPE_CHECKING:
     from sbert.encoder import SentenceEncoder
@@ -32,6 +32,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON line per query")
     add_text_arguments(parser)
     add_model_arguments(parser)
+    add_prompt_arguments(parser, default="the model's query prompt, as encode_query()")
+    parser.add_argument(
+        "--document-prompt-name",
+        default=None,
+        help="--corpus: the prompt for the corpus by name (default: the model's document prompt)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -45,14 +51,20 @@ def run(args: argparse.Namespace) -> int:
 
         model = load_model_of_index(args)
         index = VectorIndex.load(args.index, model=model)
-        results = index.search(model.encode(args.queries), top_k=args.top_k)
+        results = index.search(
+            model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt),
+            top_k=args.top_k,
+        )
         found = sorted({hit.corpus_id for hits in results for hit in hits})
         texts = dict(zip(found, index.texts_of(found)))
     else:
         corpus = read_texts(args.corpus, args.format, args.column)
         model = load_model(args)
-        vectors = model.encode(corpus, show_progress_bar=len(corpus) >= 1000)
-        results = semantic_search(model.encode(args.queries), vectors, top_k=args.top_k)
+        vectors = model.encode_document(
+            corpus, show_progress_bar=len(corpus) >= 1000, prompt_name=args.document_prompt_name
+        )
+        queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
+        results = semantic_search(queries, vectors, top_k=args.top_k)
         texts = dict(enumerate(corpus))
     for query, hits in zip(args.queries, results):
         print_hits(query, hits, texts, args.json)

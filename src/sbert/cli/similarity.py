@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 from sbert.options import METRICS
 
 if TYPE_CHECKING:
@@ -17,6 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("sentences", nargs="+", help="two or more sentences")
     parser.add_argument("--metric", choices=METRICS, default="cosine")
     add_model_arguments(parser)
+    add_prompt_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from sbert.similarity import similarity_function
 
     model = load_model(args)
-    vectors = model.encode(args.sentences)
+    vectors = model.encode(args.sentences, prompt_name=args.prompt_name, prompt=args.prompt)
     matrix = similarity_function(args.metric)(vectors, vectors)
     print(format_matrix(args.sentences, matrix))
     return 0

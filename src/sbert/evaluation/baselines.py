@@ -23,7 +23,8 @@ import torch
 from tqdm.auto import tqdm
 
 from sbert.batching import length_sorted_batches
-from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES, SentenceEncoder, check_texts
+from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES, SentenceEncoder
+from sbert.inputs import check_texts
 from sbert.modules.pooling import Pooling
 
 # GloVe 6B was trained on Stanford-tokenized, lower-cased text: words keep inner hyphens, dots and

@@ -39,6 +39,7 @@ from sbert.inference.fast_bert import parameter_version
 from sbert.inference.openvino_runtime import host_logging_kept, import_openvino
 from sbert.inference.packing import PackedTransformer, packable, pass_feeds
 from sbert.inference.precision import CALIBRATED
+from sbert.inference.probe import UnfaithfulGraph, check_probe, probe_texts
 from sbert.modules import Pooling, Transformer
 
 # SmoothQuant strength for the matrix products. NNCF's transformer default (0.95) moved so much range
@@ -141,6 +142,7 @@ class OpenVinoEngine:
         calibration: Sequence[str] | None = None,
         threads: int | None = None,
         native_bf16: bool | None = None,
+        reference: Callable[[Sequence[Sequence[int]]], Tensor] | None = None,
     ) -> None:
         import_openvino(with_nncf=precision in CALIBRATED)  # a clear error now if the extra is missing
         if precision not in ENGINE_PRECISIONS:
@@ -149,10 +151,12 @@ class OpenVinoEngine:
         self.transformer = transformer
         self.pooling = pooling
         self.precision = precision
-        self.dim = pooling.dim
+        self.dim = pooling.output_dim
         self.threads = threads or torch.get_num_threads()
         self.native_bf16 = this_cpu().bf16 if native_bf16 is None else native_bf16
         self._packed_requests: list[Any] | None = None  # the packed graph, compiled on first use
+        self._packed_failure: str | None = None  # why the packed graph failed its probe
+        self._reference = reference
         module = _PooledTransformer(transformer, pooling)
         with _keep_signal_stack():
             if precision in CALIBRATED:
@@ -161,6 +165,8 @@ class OpenVinoEngine:
                 model = self._convert(module, self._feeds(self._example_ids()))
             self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
             self.requests = self._compile(model)
+        if reference is not None:
+            self._prove(self.requests, packed=False)
 
     @property
     def can_pack(self) -> bool:
@@ -334,12 +340,44 @@ class OpenVinoEngine:
             request.wait()
             out[rows] = request.get_output_tensor(0).data  # (sentences, hidden)
 
+    def packed_failure(self) -> str | None:
+        """Why :meth:`embed_packed` cannot run here (``None``: it can). Compiles the packed graph
+        and, given a ``reference``, probes it, on the first call."""
+        if not self.can_pack:
+            return f"{self.precision} on {type(self.transformer.model).__name__} is not packed"
+        try:
+            self._packed_graph()
+        except UnfaithfulGraph as error:
+            return str(error)
+        return None
+
     def _packed_graph(self) -> list[Any]:
+        if self._packed_failure is not None:
+            raise UnfaithfulGraph(self._packed_failure)
         if self._packed_requests is None:
             module = PackedTransformer(self.transformer.model, self.pooling)
             with _keep_signal_stack():
                 example = pass_feeds(self._example_ids(), [[0, 1]])
-                self._packed_requests = self._compile(self._convert(module, example))
+                requests = self._compile(self._convert(module, example))
             # Tracing bumps the weights' version counters; the weights are those of self.version.
             self.version = parameter_version(self.transformer.model)
+            if self._reference is not None:
+                try:
+                    self._prove(requests, packed=True)
+                except UnfaithfulGraph as error:
+                    self._packed_failure = str(error)
+                    raise
+            self._packed_requests = requests
         return self._packed_requests
+
+    def _prove(self, requests: list[Any], packed: bool) -> None:
+        """Raise :class:`~sbert.inference.probe.UnfaithfulGraph` unless the graph behind
+        ``requests`` gives the reference's vectors on the probe batch."""
+        assert self._reference is not None
+        ids = self.transformer.tokenize(probe_texts()).ids
+        rows = list(range(len(ids)))
+        # Packed: the two short sentences share a row beside the long one's.
+        feeds = pass_feeds(ids, [rows[:-1], rows[-1:]]) if packed else self._feeds(ids)
+        got = self._run(requests, [(feeds, rows)], len(ids), lambda: None)
+        graph = f"OpenVINO {'packed' if packed else 'padded'} graph"
+        check_probe(self._reference(ids), got, self.precision, graph)

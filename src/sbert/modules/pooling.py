@@ -1,6 +1,9 @@
-"""Pooling: token vectors → one sentence vector (the paper's CLS, MEAN and MAX strategies)."""
+"""Pooling: token vectors → one sentence vector (the paper's CLS, MEAN and MAX strategies, and every
+mode sentence-transformers has added since)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -14,12 +17,18 @@ def check_pooling_mode(mode: str) -> str:
 
 
 class Pooling(nn.Module):
-    """Reduce a sentence's token vectors to one fixed-size vector.
+    """Reduce a sentence's token vectors to one fixed-size vector, as sentence-transformers does.
 
     Args:
-        dim: Size of each token vector (and of the output).
-        mode: ``"mean"`` (default: mean over real tokens), ``"cls"`` (the first token's output) or
-            ``"max"`` (max over time; padding can never win).
+        dim: Size of each token vector.
+        mode: One mode or several (their vectors are concatenated, in order):
+            ``"mean"`` (default: mean over real tokens), ``"cls"`` (the first real token),
+            ``"max"`` (max over time; padding can never win), ``"mean_sqrt_len_tokens"`` (the sum
+            over real tokens divided by the square root of their count), ``"weightedmean"`` (token
+            i of the sentence weighted by i, counted from 1) or ``"lasttoken"`` (the last real
+            token: decoder embedding models; right or left padding).
+        include_prompt: Whether a prompt's tokens are pooled too. ``False``: the first
+            ``prompt_length`` real tokens are left out (sentence-transformers' ``include_prompt``).
 
     Example:
         >>> import torch
@@ -28,69 +37,141 @@ class Pooling(nn.Module):
         >>> mask = torch.tensor([[1, 1, 0]])                                 # last token is padding
         >>> pool(tokens, mask)
         tensor([[2., 3.]])
+        >>> Pooling(dim=2, mode=("cls", "lasttoken"))(tokens, mask)
+        tensor([[1., 2., 3., 4.]])
     """
 
-    def __init__(self, dim: int, mode: str = "mean") -> None:
+    def __init__(self, dim: int, mode: str | Sequence[str] = "mean", include_prompt: bool = True) -> None:
         super().__init__()
         self.dim = dim
-        self.mode = check_pooling_mode(mode)
+        self.modes = tuple(check_pooling_mode(m) for m in ([mode] if isinstance(mode, str) else mode))
+        if not self.modes:
+            raise ValueError(f"no pooling mode given; choose among {', '.join(POOLING_MODES)}")
+        self.include_prompt = include_prompt
 
-    def forward(self, token_embeddings: Tensor, attention_mask: Tensor) -> Tensor:
+    @property
+    def mode(self) -> str:
+        """The mode, or the modes joined by ``+``."""
+        return "+".join(self.modes)
+
+    @property
+    def output_dim(self) -> int:
+        """Size of the sentence vector: ``dim`` for each mode."""
+        return self.dim * len(self.modes)
+
+    def forward(self, token_embeddings: Tensor, attention_mask: Tensor, prompt_length: int = 0) -> Tensor:
         # token_embeddings: (batch, seq, dim); attention_mask: (batch, seq), 1 for real tokens
-        if self.mode == "cls":
-            return token_embeddings[:, 0]
-        mask = attention_mask.unsqueeze(-1).to(token_embeddings.dtype)  # (batch, seq, 1)
-        if self.mode == "max":
-            # The lowest finite value, not -inf: a sentence with no real token then gives a finite vector.
-            lowest = torch.finfo(token_embeddings.dtype).min
-            return token_embeddings.masked_fill(mask == 0, lowest).max(dim=1).values
-        summed = (token_embeddings * mask).sum(dim=1)  # (batch, dim)
-        counts = mask.sum(dim=1).clamp(min=1e-9)  # (batch, 1)
-        return summed / counts
+        mask = attention_mask
+        if prompt_length and not self.include_prompt:
+            mask = without_prompt(attention_mask, prompt_length)
+        pooled = [_POOLERS[mode](token_embeddings, mask, attention_mask) for mode in self.modes]
+        return pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)  # (batch, output_dim)
 
     def config(self) -> dict[str, object]:
-        """The sentence-transformers ``1_Pooling/config.json`` for this pooling."""
-        return {
+        """The sentence-transformers ``1_Pooling/config.json`` for this pooling: the
+        ``pooling_mode_*`` flags every version reads, and ``pooling_mode`` itself where the modes'
+        order is not the one the flags imply (only sentence-transformers 6 reads that order)."""
+        config: dict[str, object] = {
             "word_embedding_dimension": self.dim,
-            "pooling_mode_cls_token": self.mode == "cls",
-            "pooling_mode_mean_tokens": self.mode == "mean",
-            "pooling_mode_max_tokens": self.mode == "max",
-            "pooling_mode_mean_sqrt_len_tokens": False,
-            "pooling_mode_weightedmean_tokens": False,
-            "pooling_mode_lasttoken": False,
-            "include_prompt": True,
+            **{key: mode in self.modes for mode, key in _CONFIG_KEYS.items()},
+            "include_prompt": self.include_prompt,
         }
+        if list(self.modes) != [mode for mode in _CONFIG_KEYS if mode in self.modes]:
+            config["pooling_mode"] = list(self.modes)
+        return config
 
     @classmethod
     def from_config(cls, config: dict[str, object], source: str = "pooling config") -> Pooling:
-        """Build from a sentence-transformers pooling config; one of CLS, MEAN or MAX must be on."""
-        modes: list[str] = [m for m in POOLING_MODES if config.get(_CONFIG_KEYS[m])]
-        unsupported = [k for k in _UNSUPPORTED_KEYS if config.get(k)]
-        if "pooling_mode" in config:  # sentence-transformers 6 writes the mode(s) by name
+        """Build from a sentence-transformers pooling config: the ``pooling_mode_*`` flags (in
+        sentence-transformers' order) or, as sentence-transformers 6 writes it, ``pooling_mode``;
+        neither means mean, as it does there."""
+        modes = [mode for mode, key in _CONFIG_KEYS.items() if config.get(key)] or ["mean"]
+        if "pooling_mode" in config:
             named = config["pooling_mode"]
-            for mode in [named] if isinstance(named, str) else list(named):  # type: ignore[call-overload]
-                (modes if mode in POOLING_MODES else unsupported).append(mode)
-        if unsupported or len(modes) != 1:
+            modes = [named] if isinstance(named, str) else list(named)  # type: ignore[call-overload]
+        unknown = [mode for mode in modes if mode not in POOLING_MODES]
+        if unknown or not modes:
             raise ValueError(
-                f"{source}: sbert supports exactly one of the pooling modes {', '.join(POOLING_MODES)}; "
-                f"this config enables {modes + unsupported or 'none'}"
+                f"{source}: pooling_mode {unknown or 'empty'}: choose among {', '.join(POOLING_MODES)}"
             )
         dim = config.get("word_embedding_dimension", config.get("embedding_dimension"))
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ValueError(f"{source}: word_embedding_dimension {dim!r} is not a positive whole number")
-        return cls(dim=dim, mode=modes[0])
+        return cls(dim=dim, mode=modes, include_prompt=bool(config.get("include_prompt", True)))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, mode={self.mode!r}"
 
 
+# sentence-transformers' config keys, in the order it concatenates the modes' vectors.
 _CONFIG_KEYS = {
-    "mean": "pooling_mode_mean_tokens",
     "cls": "pooling_mode_cls_token",
     "max": "pooling_mode_max_tokens",
+    "mean": "pooling_mode_mean_tokens",
+    "mean_sqrt_len_tokens": "pooling_mode_mean_sqrt_len_tokens",
+    "weightedmean": "pooling_mode_weightedmean_tokens",
+    "lasttoken": "pooling_mode_lasttoken",
 }
-_UNSUPPORTED_KEYS = (
-    "pooling_mode_mean_sqrt_len_tokens",
-    "pooling_mode_weightedmean_tokens",
-    "pooling_mode_lasttoken",
-)
+
+
+def without_prompt(attention_mask: Tensor, prompt_length: int) -> Tensor:
+    """The mask with the first ``prompt_length`` real tokens of each row zeroed (after any left padding)."""
+    first_real = attention_mask.to(torch.int32).argmax(dim=1, keepdim=True)  # (batch, 1)
+    positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)[None]  # (1, seq)
+    return attention_mask * (positions >= first_real + prompt_length).to(attention_mask.dtype)
+
+
+def _cls(tokens: Tensor, mask: Tensor, _: Tensor) -> Tensor:
+    # The first real token (not position 0: left padding, or a prompt left out).
+    first = mask.to(torch.int32).argmax(dim=1)  # (batch,)
+    return tokens[torch.arange(tokens.shape[0], device=tokens.device), first]
+
+
+def _max(tokens: Tensor, mask: Tensor, _: Tensor) -> Tensor:
+    # The lowest finite value, not -inf: a sentence with no real token then gives a finite vector.
+    lowest = torch.finfo(tokens.dtype).min
+    return tokens.masked_fill(mask[..., None] == 0, lowest).max(dim=1).values
+
+
+def _sum_and_count(tokens: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    weights = mask[..., None].to(tokens.dtype)  # (batch, seq, 1)
+    return (tokens * weights).sum(dim=1), weights.sum(dim=1).clamp(min=1e-9)  # (batch, dim), (batch, 1)
+
+
+def _mean(tokens: Tensor, mask: Tensor, _: Tensor) -> Tensor:
+    summed, count = _sum_and_count(tokens, mask)
+    return summed / count
+
+
+def _mean_sqrt_len(tokens: Tensor, mask: Tensor, _: Tensor) -> Tensor:
+    summed, count = _sum_and_count(tokens, mask)
+    return summed / count.sqrt()
+
+
+def _weighted_mean(tokens: Tensor, mask: Tensor, attention_mask: Tensor) -> Tensor:
+    # Weights 1, 2, ... from the first real token of the row (left padding shifts them, as in
+    # sentence-transformers, which counts from the attention mask before a prompt is left out).
+    positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device, dtype=tokens.dtype)[None]
+    shift = attention_mask.to(torch.int32).argmax(dim=1, keepdim=True).to(tokens.dtype)
+    weights = mask.to(tokens.dtype) * (positions - shift)  # (batch, seq)
+    summed = (tokens * weights[..., None]).sum(dim=1)
+    return summed / weights.sum(dim=1, keepdim=True).clamp(min=1e-9)
+
+
+def _last_token(tokens: Tensor, mask: Tensor, _: Tensor) -> Tensor:
+    # The last real token, found from the right so that right and left padding both work.
+    seq = tokens.shape[1]
+    found, from_end = mask.to(torch.int32).flip(1).max(dim=1)  # (batch,), (batch,)
+    last = torch.where(found == 0, seq - 1, seq - 1 - from_end)
+    picked = tokens[torch.arange(tokens.shape[0], device=tokens.device), last]  # (batch, dim)
+    return picked * found[:, None].to(tokens.dtype)  # a row with no real token gives zeros
+
+
+_POOLERS = {
+    "mean": _mean,
+    "cls": _cls,
+    "max": _max,
+    "mean_sqrt_len_tokens": _mean_sqrt_len,
+    "weightedmean": _weighted_mean,
+    "lasttoken": _last_token,
+}

@@ -108,6 +108,21 @@ class Transformer(nn.Module):
         ids = self.tokenizer(list(texts), verbose=False, **options)["input_ids"]
         return [len(row) for row in ids]
 
+    def prompt_length(self, prompt: str) -> int:
+        """The tokens a prompt puts before a sentence: its own tokens with the leading special token,
+        without a trailing one (sentence-transformers' count, which ``include_prompt=False`` leaves out).
+
+        Raises:
+            ValueError: the prompt alone fills ``max_seq_length``: no sentence would fit after it.
+        """
+        text = prompt.lower() if self.do_lower_case else prompt
+        ids = self.tokenizer([text], truncation=False, verbose=False)["input_ids"][0]
+        if len(ids) >= self.max_seq_length:
+            raise ValueError(
+                f"the prompt {prompt!r} alone is {len(ids)} tokens, and max_seq_length is {self.max_seq_length}"
+            )
+        return len(ids) - (1 if ids and ids[-1] in self.tokenizer.all_special_ids else 0)
+
     def collate(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """Pad a batch only to its longest member: ``input_ids`` and ``attention_mask``, (batch, seq)."""
         # Padded in numpy, not row by row in torch: encode() runs this once per batch on the Python

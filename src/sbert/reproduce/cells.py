@@ -21,7 +21,7 @@ from sbert.evaluation.senteval import TRANSFER_TASKS, evaluate_transfer
 from sbert.evaluation.similarity import Encoder
 from sbert.evaluation.sts import STS_SETS, evaluate_sts
 from sbert.losses import CONCATENATION_PARTS, PAPER_CONCATENATION
-from sbert.modules.pooling import POOLING_MODES
+from sbert.options import PAPER_POOLING_MODES
 from sbert.reproduce.models import ModelStore, TrainedModel
 from sbert.reproduce.runner import Cell
 from sbert.reproduce.scale import Scale
@@ -78,7 +78,7 @@ def table1_cells(context: Context) -> list[Cell]:
     sets = list(scale.sts_sets or STS_SETS)
     common: dict[str, Any] = {"sets": sets, "data": data, "base": context.base}
     cells = [Cell("table1/glove", partial(_sts_of_glove, context), {"sets": sets, "data": data}, 30)]
-    for pooling in POOLING_MODES:
+    for pooling in PAPER_POOLING_MODES:
         params = {**common, "pooling": pooling}
         cells.append(Cell(f"table1/bundled-{pooling}", partial(_sts_of_base, context), params, STS_EVAL_S))
     nli = {**common, "pairs": scale.nli_pairs, "bf16": scale.bf16}
@@ -244,7 +244,7 @@ def table6_cells(context: Context) -> list[Cell]:
     stsb = {**common, "pairs": scale.ablation_stsb_pairs, "epochs": scale.ablation_stsb_epochs}
     stsb_s = (scale.ablation_stsb_pairs or 5749) * scale.ablation_stsb_epochs / TRAIN_PAIRS_PER_S + 20
     cells = []
-    for pooling in POOLING_MODES:
+    for pooling in PAPER_POOLING_MODES:
         params = {**nli, "pooling": pooling}
         cells.append(Cell(f"table6/nli-{pooling}", partial(_ablation_nli, context), params, nli_s))
     for mode in CONCATENATIONS:
@@ -254,7 +254,7 @@ def table6_cells(context: Context) -> list[Cell]:
         cells.append(
             Cell(f"table6/concat-{concatenation_slug(mode)}", partial(_ablation_nli, context), params, nli_s)
         )
-    for pooling in POOLING_MODES:
+    for pooling in PAPER_POOLING_MODES:
         params = {**stsb, "pooling": pooling, "seed": scale.seeds[0]}
         cells.append(Cell(f"table6/stsb-{pooling}", partial(_ablation_stsb, context), params, stsb_s))
     return cells

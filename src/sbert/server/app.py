@@ -89,8 +89,21 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     async def server_error(_: Request, error: Exception) -> Response:  # a bug: still JSON, logged
         return await api_error(_, APIError(500, f"internal error: {type(error).__name__}: {error}"))
 
-    async def embed(texts: list[str], truncate: bool, name: Callable[[int], str]) -> Embedded:
-        return await _await_worker(service.batcher, lambda: service.batcher.embed(texts, truncate), name)
+    async def embed(
+        texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
+    ) -> Embedded:
+        return await _await_worker(
+            service.batcher, lambda: service.batcher.embed(texts, truncate, prompt), name
+        )
+
+    def prompt_text(prompt_name: str | None, query: bool = False) -> str:
+        """The text put before each input ("": none); an unknown name is a 422 listing the model's."""
+        model = service.model
+        try:
+            text = model.query_prompt(prompt_name) if query else model.prompts.resolve(prompt_name)
+        except ValueError as error:
+            raise APIError(422, str(error), "prompt_name") from None
+        return text or ""
 
     async def embeddings(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), EmbeddingRequest, limits.max_items)
@@ -102,7 +115,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "dimensions",
             )
         name = "input[{}]".format
-        result = await embed(body.input, body.truncate, name)
+        result = await embed(body.input, body.truncate, name, prompt_text(body.prompt_name))
         vectors = result.vectors
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
             vectors = vectors[:, : body.dimensions]
@@ -127,7 +140,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         service.check_model(body.model)
         texts = [body.source_sentence, *body.sentences]
         name = _names("source_sentence", "sentences")
-        result = await embed(texts, body.truncate, name)
+        result = await embed(texts, body.truncate, name, prompt_text(body.prompt_name))
         scores = cosine_scores(result.vectors[0], result.vectors[1:])
         return _json(
             {"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result, name)}
@@ -140,7 +153,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         if index is None:
             raise APIError(404, "no index is loaded: start the server with --index DIR")
         name = _names("query", "")
-        result = await embed([body.query], body.truncate, name)
+        result = await embed([body.query], body.truncate, name, prompt_text(body.prompt_name, query=True))
         hits = await _await_worker(
             service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
         )

@@ -65,7 +65,8 @@ class _Body(BaseModel):
 
 
 class EmbeddingRequest(_Body):
-    """OpenAI's ``POST /v1/embeddings`` body, plus ``truncate``."""
+    """OpenAI's ``POST /v1/embeddings`` body, plus ``truncate`` and ``prompt_name`` (default: the
+    model's default prompt)."""
 
     input: OneOrMoreTexts
     model: StrictStr | None = None
@@ -73,6 +74,7 @@ class EmbeddingRequest(_Body):
     dimensions: Annotated[int, Field(ge=1)] | None = None
     user: StrictStr | None = None
     truncate: bool = True
+    prompt_name: StrictStr | None = None
 
 
 class SimilarityRequest(_Body):
@@ -82,6 +84,7 @@ class SimilarityRequest(_Body):
     sentences: Texts
     model: StrictStr | None = None
     truncate: bool = True
+    prompt_name: StrictStr | None = None
 
 
 class SearchRequest(_Body):
@@ -91,6 +94,7 @@ class SearchRequest(_Body):
     top_k: Annotated[int, Field(ge=1, le=1000)] = 10
     model: StrictStr | None = None
     truncate: bool = True
+    prompt_name: StrictStr | None = None  # default: the model's query prompt
 
 
 class RerankRequest(_Body):

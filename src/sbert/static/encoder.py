@@ -21,11 +21,13 @@ import torch
 from tokenizers import Tokenizer
 from torch import Tensor, nn
 
-from sbert.encoder import SentenceEncoder, _check_count, as_texts
+from sbert.encoder import SentenceEncoder
 from sbert.errors import ModelLoadError
 from sbert.inference.cpu import this_cpu
 from sbert.inference.plan import EnginePlan
+from sbert.inputs import as_texts, check_count
 from sbert.modules import Normalize, Pooling, Tokenized
+from sbert.prompts import Prompts
 
 logger = logging.getLogger("sbert")
 
@@ -79,6 +81,7 @@ class StaticEncoder(SentenceEncoder):
         self.pooling = Pooling(table.shape[1], "mean")
         self.layers = nn.ModuleList([Normalize()] if normalize else [])
         self.name = name or "unnamed"
+        self.prompts = Prompts()
         self.source: str | None = None
         self.requested_precision = "float32"
         self.requested_backend = "torch"
@@ -122,15 +125,30 @@ class StaticEncoder(SentenceEncoder):
         """Always float32 on PyTorch: a table lookup and a mean have nothing to gain from either."""
         return EnginePlan("float32", "torch", str(self.device), this_cpu(), "float32", "torch")
 
+    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
+        """:attr:`plan`, whatever was asked: only float32 on PyTorch runs a static model."""
+        return self.plan
+
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:  # type: ignore[override]
         """Token ids of each sentence (no special tokens), truncated to ``max_seq_length``."""
         ids, lengths, truncated = self._token_ids(list(sentences))
         starts = np.concatenate([[0], np.cumsum(lengths)])
         return Tokenized([ids[a:b].tolist() for a, b in itertools.pairwise(starts)], truncated)
 
-    def token_counts(self, sentences: Sequence[str]) -> list[int]:
-        """Tokens of each sentence before truncation (what ``sbert serve`` counts)."""
-        return [len(e.ids) for e in self._encodings(list(sentences))]
+    def token_counts(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> list[int]:
+        """Tokens of each sentence, prompt included, before truncation (what ``sbert serve`` counts)."""
+        texts, _ = self.with_prompt(sentences, prompt_name, prompt)
+        return [len(e.ids) for e in self._encodings(texts)]
+
+    def with_prompt(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> tuple[list[str], int]:
+        """The sentences with the prompt before each; a static model always averages the prompt's
+        tokens too (sentence-transformers' ``StaticEmbedding`` has no ``include_prompt``)."""
+        text = self.prompts.resolve(prompt_name, prompt)
+        return ([text + sentence for sentence in sentences] if text else list(sentences)), 0
 
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:  # type: ignore[override]
         """Sentence vectors (batch, dim) of flat ``input_ids`` and per-sentence ``offsets`` (training)."""
@@ -161,6 +179,8 @@ class StaticEncoder(SentenceEncoder):
         max_tokens: int | None = None,
         batch_cost_tokens: int | None = None,
         pack: bool = False,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
     ) -> np.ndarray | Tensor:
         """Embed sentences, in input order: the mean of each sentence's token vectors.
 
@@ -174,11 +194,11 @@ class StaticEncoder(SentenceEncoder):
                 is not a string (the message names its index and type).
             ValueError: ``precision`` other than ``float32``/``auto``, or ``batch_size`` below 1.
         """
-        _check_count("batch_size", batch_size)
+        check_count("batch_size", batch_size)
         if precision not in (None, "auto", "float32"):
             raise ValueError(f"a static model computes in float32, not {precision!r}")
         single = isinstance(sentences, str)
-        texts = as_texts(sentences)
+        texts, _ = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         parts: list[Tensor] = []
         truncated = 0
         with torch.inference_mode():

@@ -21,7 +21,7 @@ from tokenizers import Tokenizer
 from sbert import __version__
 from sbert.errors import ModelLoadError
 from sbert.files import replace_dir, staging_dir
-from sbert.model_io import _module_entries, read_json
+from sbert.model_io import _module_entries, load_prompts, read_json
 from sbert.static.encoder import StaticEncoder
 
 STATIC_TYPE = "sentence_transformers.sentence_transformer.modules.static_embedding.StaticEmbedding"
@@ -63,7 +63,9 @@ def load_static(path: Path, name: str, max_seq_length: int | None = None) -> Sta
             f"{tokenizer.get_vocab_size()} tokens"
         )
     limit = max_seq_length or (tokenizer.truncation or {}).get("max_length")
-    return StaticEncoder(tokenizer, weights, max_seq_length=limit, normalize=normalize, name=name)
+    model = StaticEncoder(tokenizer, weights, max_seq_length=limit, normalize=normalize, name=name)
+    model.prompts = load_prompts(path)
+    return model
 
 
 def _table(file: Path) -> torch.Tensor:
@@ -109,8 +111,7 @@ def save_static(model: StaticEncoder, path: Path) -> None:
             staging / "config_sentence_transformers.json",
             {
                 "__version__": {"sbert": __version__},
-                "prompts": {},
-                "default_prompt_name": None,
+                **model.prompts.config(),
                 "similarity_fn_name": "cosine",
             },
         )

@@ -60,6 +60,8 @@ def encode_corpus(
     address: str | None = None,
     workers: int | None = None,
     filesystem: pafs.FileSystem | None = None,
+    prompt_name: str | None = None,
+    prompt: str | None = None,
 ) -> EmbeddingStore:
     """Encode every sentence of ``source`` into the embedding store at ``output``, resumably.
 
@@ -83,6 +85,9 @@ def encode_corpus(
         skip_bad_lines: Skip malformed input lines (counted in the manifest) instead of stopping.
         show_progress: Rows, rows/s and time left on stderr (default: on).
         engine: ``local`` or ``ray`` (Ray Data; ``address`` of a cluster, ``workers`` actors).
+        prompt_name, prompt: As in :meth:`~sbert.SentenceEncoder.encode` (default: the model's
+            default prompt). The text put before each sentence is recorded in the manifest, and a
+            run with another prompt cannot continue the store.
 
     Returns:
         The finished store.
@@ -107,6 +112,7 @@ def encode_corpus(
     chunk_rows = min(chunk_rows, shard_size)
     settings = _settings(model, source, fmt, column, id_column, shard_size, chunk_rows, normalize, dtype)
     settings["texts"] = store_texts
+    settings["prompt"] = model.prompts.resolve(prompt_name, prompt)  # the text, which Ray workers get too
     writer = StoreWriter.open(str(output), settings, overwrite=overwrite, filesystem=filesystem)
     check_same_model(
         ModelIdentity.from_dict(writer.manifest["model"]), model, posixpath.join(writer.directory, MANIFEST)
@@ -122,7 +128,12 @@ def encode_corpus(
     progress = tqdm(
         total=estimate, initial=writer.rows, unit=" rows", desc="Encoding", disable=show_progress is False
     )
-    encode = {"batch_size": batch_size, "max_tokens": max_tokens, "normalize": normalize}
+    encode = {
+        "batch_size": batch_size,
+        "max_tokens": max_tokens,
+        "normalize": normalize,
+        "prompt": settings["prompt"],
+    }
     with progress:
         if engine == "ray":
             from sbert.store.ray_engine import ray_chunks

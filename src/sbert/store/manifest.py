@@ -30,6 +30,7 @@ SETTINGS_FIELDS = (
     "row_group_size",
     "texts",
     "id_column",
+    "prompt",
 )
 
 

@@ -169,6 +169,8 @@ def build_index(
     index = VectorIndex(dim, choice.kind if choice else kind, metric, None, params, identity, rescore, count)
     index.texts, index.store_path = None, str(Path(store_path).resolve()) if store_path else None
     if isinstance(source, StoreSource):
+        index.document_prompt = source.store.manifest.get("prompt")
+    if isinstance(source, StoreSource):
         index.store_digest = source.store.digest
     rng = np.random.default_rng(0)
     sample = source.sample(np.sort(rng.choice(count, min(count, TRAIN_SAMPLE), replace=False)))

@@ -89,6 +89,7 @@ class VectorIndex:
         self._store: Any = None  # the store, opened (and checked against store_digest) once
         self.rescore_vectors: RescoreVectors | None = None
         self.choice: str | None = None  # why kind="auto" chose this kind
+        self.document_prompt: str | None = None  # put before each sentence when it was embedded
         self.faiss_index: Any = make_faiss_index(kind, dim, self.params)
         apply_search_params(self.faiss_index, kind, self.params)
 
@@ -314,6 +315,7 @@ class VectorIndex:
             "params": self.params,
             "rescore": self.rescore_precision,
             "rescore_ranges": ranges.to_dict() if ranges is not None else None,
+            "document_prompt": self.document_prompt,
             "texts": (
                 {"store": self.store_path, "store_digest": self.store_digest}
                 if self.texts is None
@@ -353,6 +355,7 @@ class VectorIndex:
         index.faiss_index = faiss_index
         apply_search_params(faiss_index, index.kind, index.params)
         index.ids = files.read_ids(path / IDS_FILE, manifest)
+        index.document_prompt = manifest.get("document_prompt")
         texts = manifest.get("texts", "corpus")
         if isinstance(texts, dict):
             index.texts, index.store_path = None, texts.get("store")

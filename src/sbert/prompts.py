@@ -1,0 +1,83 @@
+"""Prompts: text put before every sentence, as retrieval models ask (``"query: "``, ``"passage: "``).
+
+sentence-transformers keeps them in ``config_sentence_transformers.json`` (``prompts`` by name and a
+``default_prompt_name`` applied when no other is asked for); sbert reads, applies and saves them the
+same way, so a model gives the same vectors in both.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger("sbert")
+
+# encode_document() takes the first of these a model has, as sentence-transformers does.
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """A model's named prompts and the one applied by default.
+
+    Example:
+        >>> prompts = Prompts({"query": "query: ", "passage": "passage: "}, default_name="query")
+        >>> prompts.resolve(), prompts.resolve("passage"), prompts.resolve(prompt="Q: ")
+        ('query: ', 'passage: ', 'Q: ')
+        >>> prompts.document_name()
+        'passage'
+    """
+
+    named: Mapping[str, str] = field(default_factory=dict)
+    default_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.default_name is not None and self.default_name not in self.named:
+            raise ValueError(
+                f"default prompt name {self.default_name!r} is not one of the prompts {sorted(self.named)}"
+            )
+
+    def resolve(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
+        """The text to put before each sentence: ``prompt`` itself, else the prompt named
+        ``prompt_name``, else the default prompt (``None``: none)."""
+        if prompt is not None:
+            if prompt_name is not None:
+                logger.warning("both prompt and prompt_name were given: the prompt %r is used", prompt)
+            return prompt
+        if prompt_name is not None:
+            if prompt_name not in self.named:
+                known = ", ".join(repr(name) for name in self.named) or "none"
+                raise ValueError(f"unknown prompt_name {prompt_name!r}; this model's prompts: {known}")
+            return self.named[prompt_name]
+        return self.named.get(self.default_name) if self.default_name is not None else None
+
+    def query_name(self) -> str | None:
+        """The prompt ``encode_query()`` applies when given none: ``query`` if the model has it."""
+        return "query" if "query" in self.named else None
+
+    def document_name(self) -> str | None:
+        """The prompt ``encode_document()`` applies when given none: ``document``, ``passage`` or
+        ``corpus``, the first the model has."""
+        return next((name for name in DOCUMENT_PROMPT_NAMES if name in self.named), None)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], source: str) -> Prompts:
+        """Read the ``prompts`` and ``default_prompt_name`` of a ``config_sentence_transformers.json``."""
+        named = config.get("prompts") or {}
+        if not isinstance(named, Mapping) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in named.items()
+        ):
+            raise ValueError(f"{source}: prompts must map names to strings, got {named!r}")
+        default = config.get("default_prompt_name")
+        if default is not None and not isinstance(default, str):
+            raise ValueError(f"{source}: default_prompt_name must be a string, got {default!r}")
+        try:
+            return cls(dict(named), default)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from error
+
+    def config(self) -> dict[str, Any]:
+        """The two keys sentence-transformers reads back."""
+        return {"prompts": dict(self.named), "default_prompt_name": self.default_name}
