@@ -93,4 +93,6 @@ def test_info_describes_a_static_model_and_its_prompts(
     assert "prompts:        query: 'query: ' (default)" in out
     assert "openvino/int8     torch/float32" in out
     loaded = SentenceEncoder.from_pretrained(tmp_path / "static")
-    np.testing.assert_allclose(loaded.encode(["rain"]), static_model.encode(["query: rain"], prompt=""), atol=1e-6)
+    np.testing.assert_allclose(
+        loaded.encode(["rain"]), static_model.encode(["query: rain"], prompt=""), atol=1e-6
+    )

@@ -11,6 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sbert.cli.common import add_data_argument, add_model_arguments
+from sbert.cli.evaluate_retrieval import add_retrieval_arguments, run_retrieval
 
 SUITES = {"sts": ("sts",), "senteval": ("senteval",), "all": ("sts", "senteval")}
 # Kept here, not imported, so that building the parser imports no heavy module; a test checks that
@@ -28,12 +29,14 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "evaluate",
-        help="the paper's STS (Tables 1, 2) and SentEval (Table 5) evaluations",
+        help="the paper's STS (Tables 1, 2) and SentEval (Table 5) evaluations, and retrieval",
         description="Evaluate a model on the paper's STS sets and/or SentEval transfer tasks and print "
         "the results beside the paper's figures. Runs in float32 unless --precision says otherwise "
         "(--precision auto is faster and moves STS figures by up to 0.1).",
     )
-    parser.add_argument("suite", choices=tuple(SUITES), help="sts, senteval or all")
+    parser.add_argument(
+        "suite", choices=(*SUITES, "retrieval"), help="sts, senteval, all, or retrieval (then a dataset)"
+    )
     parser.add_argument(
         "--baselines",
         action="store_true",
@@ -63,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_model_arguments(parser, precision="float32")
     add_data_argument(parser)
+    add_retrieval_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -82,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from sbert.evaluation.tables import format_report
     from sbert.files import write_text_atomic
 
+    if args.suite == "retrieval":
+        return run_retrieval(args)
     if resolve_data_dir(args.data_dir) is None:
         from sbert.data.paths import missing_data_message
 
