@@ -25,13 +25,16 @@ def pairs_file(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("loss", ["cosine-mse", "cosent", "mnrl"])
+@pytest.mark.parametrize(
+    "loss",
+    ["cosine-mse", "cosent", "mnrl", "cached-mnrl --mini-batch-size 3", "cosent --matryoshka-dims 32 16 8"],
+)
 def test_train_file_writes_a_loadable_model_log_and_results(
     loss: str, pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SBERT_DATA", raising=False)
     output = tmp_path / "out"
-    argv = ["train", "file", "--train", str(pairs_file), "--loss", loss, "--dev", str(pairs_file)]
+    argv = ["train", "file", "--train", str(pairs_file), "--loss", *loss.split(), "--dev", str(pairs_file)]
     argv += [
         "--base",
         str(trainable_model_dir),

@@ -146,6 +146,17 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labels", default=None, help="softmax: comma-separated label set (default: NLI's)")
     parser.add_argument("--distance", choices=TRIPLET_DISTANCES, default="euclidean", help="triplet loss")
     parser.add_argument("--margin", type=float, default=1.0, help="triplet loss margin")
+    parser.add_argument(
+        "--mini-batch-size", type=int, default=32, help="cached-mnrl: sentences embedded at once (default 32)"
+    )
+    parser.add_argument(
+        "--matryoshka-dims",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="D",
+        help="also train the first D dimensions to work alone (MatryoshkaLoss), e.g. 384 256 128 64",
+    )
     parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines (and count them)")
 
 
@@ -182,6 +193,8 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
             "distance": args.distance,
             "margin": args.margin,
             "skip_bad_lines": args.skip_bad_lines,
+            "mini_batch_size": args.mini_batch_size,
+            "matryoshka_dimensions": tuple(args.matryoshka_dims or ()),
             **({"labels": args.labels.split(",")} if args.labels else {}),
         }
     concatenation = getattr(args, "concatenation", None)

@@ -1,12 +1,15 @@
 """Training objectives; each one owns the shared encoder, so siamese and triplet weights are tied.
 
 The paper's three: :class:`SoftmaxLoss` (classification), :class:`CosineMSELoss` (regression) and
-:class:`TripletLoss`; beyond the paper: :class:`MultipleNegativesRankingLoss` and :class:`CoSENTLoss`.
+:class:`TripletLoss`; beyond the paper: :class:`MultipleNegativesRankingLoss` (and its GradCache form,
+:class:`CachedMultipleNegativesRankingLoss`), :class:`CoSENTLoss`, and :class:`MatryoshkaLoss` around any of them.
 """
 
 from sbert.losses.base import SentenceLoss
+from sbert.losses.cached_multiple_negatives import CachedMultipleNegativesRankingLoss
 from sbert.losses.cosent import CoSENTLoss
 from sbert.losses.cosine_mse import CosineMSELoss
+from sbert.losses.matryoshka import MatryoshkaLoss
 from sbert.losses.multiple_negatives import MultipleNegativesRankingLoss
 from sbert.losses.softmax import CONCATENATION_PARTS, PAPER_CONCATENATION, SoftmaxLoss
 from sbert.losses.triplet import TripletLoss
@@ -16,8 +19,10 @@ __all__ = [
     "CONCATENATION_PARTS",
     "PAPER_CONCATENATION",
     "TRIPLET_DISTANCES",
+    "CachedMultipleNegativesRankingLoss",
     "CoSENTLoss",
     "CosineMSELoss",
+    "MatryoshkaLoss",
     "MultipleNegativesRankingLoss",
     "SentenceLoss",
     "SoftmaxLoss",

@@ -43,8 +43,10 @@ from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
 from sbert.files import write_text_atomic
 from sbert.hub import DEFAULT_MODEL
 from sbert.losses import (
+    CachedMultipleNegativesRankingLoss,
     CoSENTLoss,
     CosineMSELoss,
+    MatryoshkaLoss,
     MultipleNegativesRankingLoss,
     SentenceLoss,
     SoftmaxLoss,
@@ -107,6 +109,8 @@ class RecipeConfig:
     distance: TripletDistance = "euclidean"
     margin: float = 1.0
     skip_bad_lines: bool = False
+    mini_batch_size: int = 32  # cached-mnrl: sentences embedded at once
+    matryoshka_dimensions: Sequence[int] = ()  # the file's loss summed over these prefixes too
 
     def __post_init__(self) -> None:
         choice(self.recipe, RECIPES, "recipe")
@@ -207,6 +211,13 @@ def _objective(config: RecipeConfig, recipe: str, model: SentenceEncoder) -> tup
 
 
 def _file_objective(config: RecipeConfig, model: SentenceEncoder) -> tuple[SentenceLoss, list[Any]]:
+    loss, examples = _file_loss(config, model)
+    if config.matryoshka_dimensions:
+        return MatryoshkaLoss(loss, config.matryoshka_dimensions), examples
+    return loss, examples
+
+
+def _file_loss(config: RecipeConfig, model: SentenceEncoder) -> tuple[SentenceLoss, list[Any]]:
     path, fmt, skip = str(config.train_file), config.file_format, config.skip_bad_lines
     if config.loss in ("cosine-mse", "cosent"):
         pairs = read_scored_pairs(path, config.score_range, fmt, skip)
@@ -218,7 +229,10 @@ def _file_objective(config: RecipeConfig, model: SentenceEncoder) -> tuple[Sente
         return SoftmaxLoss(model, labels), read_labeled_pairs(path, labels, fmt, skip)
     if config.loss == "triplet":
         return TripletLoss(model, config.distance, config.margin), read_triplets(path, fmt, skip)
-    return MultipleNegativesRankingLoss(model), list(read_positive_pairs_or_triplets(path, fmt, skip))
+    examples = list(read_positive_pairs_or_triplets(path, fmt, skip))
+    if config.loss == "cached-mnrl":
+        return CachedMultipleNegativesRankingLoss(model, mini_batch_size=config.mini_batch_size), examples
+    return MultipleNegativesRankingLoss(model), examples
 
 
 def _nli_pairs(config: RecipeConfig) -> list[LabeledPair]:
