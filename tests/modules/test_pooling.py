@@ -39,8 +39,10 @@ def test_a_config_with_an_unknown_mode_names_the_file_and_the_mode() -> None:
         Pooling.from_config({"word_embedding_dimension": 8, "pooling_mode": "median"}, source="x/config.json")
 
 
-def test_a_config_with_no_mode_means_mean_as_in_sentence_transformers() -> None:
-    assert Pooling.from_config({"word_embedding_dimension": 8}).mode == "mean"
+@pytest.mark.parametrize("config", [{}, {"pooling_mode_mean_tokens": False}, {"pooling_mode": []}])
+def test_a_config_with_no_mode_is_refused_naming_the_file_and_key(config: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="x/config.json: no pooling mode: set pooling_mode"):
+        Pooling.from_config({"word_embedding_dimension": 8, **config}, source="x/config.json")
 
 
 def test_several_modes_concatenate_in_the_order_given_and_keep_it_in_the_config() -> None:

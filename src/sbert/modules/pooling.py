@@ -83,17 +83,24 @@ class Pooling(nn.Module):
     @classmethod
     def from_config(cls, config: dict[str, object], source: str = "pooling config") -> Pooling:
         """Build from a sentence-transformers pooling config: the ``pooling_mode_*`` flags (in
-        sentence-transformers' order) or, as sentence-transformers 6 writes it, ``pooling_mode``;
-        neither means mean, as it does there."""
-        modes = [mode for mode, key in _CONFIG_KEYS.items() if config.get(key)] or ["mean"]
+        sentence-transformers' order) or, as sentence-transformers 6 writes it, ``pooling_mode``.
+
+        Raises:
+            ValueError: no mode is set (sentence-transformers would quietly take mean; sbert does not
+                guess), or an unknown one; the message names the file and the key.
+        """
+        modes = [mode for mode, key in _CONFIG_KEYS.items() if config.get(key)]
         if "pooling_mode" in config:
             named = config["pooling_mode"]
             modes = [named] if isinstance(named, str) else list(named)  # type: ignore[call-overload]
-        unknown = [mode for mode in modes if mode not in POOLING_MODES]
-        if unknown or not modes:
+        if not modes:
             raise ValueError(
-                f"{source}: pooling_mode {unknown or 'empty'}: choose among {', '.join(POOLING_MODES)}"
+                f"{source}: no pooling mode: set pooling_mode (or a pooling_mode_* flag) to one of "
+                f"{', '.join(POOLING_MODES)}"
             )
+        unknown = [mode for mode in modes if mode not in POOLING_MODES]
+        if unknown:
+            raise ValueError(f"{source}: pooling_mode {unknown}: choose among {', '.join(POOLING_MODES)}")
         dim = config.get("word_embedding_dimension", config.get("embedding_dimension"))
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ValueError(f"{source}: word_embedding_dimension {dim!r} is not a positive whole number")
