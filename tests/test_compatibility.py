@@ -130,6 +130,14 @@ def test_every_pooling_mode_on_both_backends_and_saved_both_ways(
     assert_same(ours, SentenceTransformer(str(tmp_path / "sbert"), device="cpu"))
 
 
+def test_a_dense_layer_after_several_pooling_modes_takes_their_concatenation(
+    hf_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    theirs = st_model(hf_dirs["bert"], ("cls", "mean"), dense=True)  # Dense(64 → 16)
+    theirs.save(str(tmp_path / "st"))
+    assert_same(SentenceEncoder.from_pretrained(tmp_path / "st", device="cpu", precision="float32"), theirs)
+
+
 @pytest.mark.parametrize("include_prompt", [True, False])
 @pytest.mark.parametrize("architecture", ["bert", "qwen2"])
 def test_prompts_on_an_encoder_and_a_decoder(

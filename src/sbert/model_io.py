@@ -93,7 +93,7 @@ def load_modules(
             f"{pooling_file}: word_embedding_dimension is {pooler.dim}, but the transformer's "
             f"vectors have {transformer.dim} dimensions"
         )
-    dim = pooler.dim
+    dim = pooler.output_dim  # several pooling modes concatenate
     for layer in layers:
         if isinstance(layer, Dense):
             if layer.in_features != dim:

@@ -37,6 +37,13 @@ def test_lower_precisions_are_judged_by_cosine_distance_per_row() -> None:
         check_probe(EXPECTED, turned, "bfloat16", "g")
 
 
+def test_a_zero_row_agrees_with_a_zero_row_but_not_with_a_vector() -> None:
+    zero_first = torch.cat([torch.zeros(1, 3), EXPECTED])
+    check_probe(zero_first, zero_first.clone(), "int8", "g")
+    with pytest.raises(UnfaithfulGraph, match="probe row 0"):
+        check_probe(zero_first, torch.cat([torch.ones(1, 3), EXPECTED]), "int8", "g")
+
+
 def test_the_probe_batch_pads_short_rows_beside_a_long_one(tiny_encoder: SentenceEncoder) -> None:
     lengths = tiny_encoder.tokenize(probe.probe_texts()).lengths
     assert lengths[0] == 2  # the empty string: its special tokens only
