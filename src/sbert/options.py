@@ -25,6 +25,8 @@ FileLoss = Literal["cosine-mse", "cosent", "softmax", "triplet", "mnrl", "cached
 TrainingFormat = Literal["auto", "csv", "tsv", "jsonl"]
 Recipe = Literal["nli", "stsb", "nli-stsb", "triplet", "file", "cross-stsb"]
 Metric = Literal["cosine", "dot", "euclidean", "manhattan"]
+SamplingStrategy = Literal["top", "random"]  # hard-negative mining
+MinedFormat = Literal["n-tuple", "triplet"]  # hard-negative mining's output
 
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
@@ -37,6 +39,8 @@ FILE_LOSSES: tuple[FileLoss, ...] = get_args(FileLoss)
 TRAINING_FORMATS: tuple[TrainingFormat, ...] = get_args(TrainingFormat)
 RECIPES: tuple[Recipe, ...] = get_args(Recipe)
 METRICS: tuple[Metric, ...] = get_args(Metric)
+SAMPLING_STRATEGIES: tuple[SamplingStrategy, ...] = get_args(SamplingStrategy)
+MINED_FORMATS: tuple[MinedFormat, ...] = get_args(MinedFormat)
 
 T = TypeVar("T", bound=str)
 

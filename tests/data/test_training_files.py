@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from sbert.data import DataFormatError, LabeledPair, ScoredPair, Triplet
+from sbert.data import DataFormatError, LabeledPair, NegativesTuple, ScoredPair, Triplet
 from sbert.data.training_files import (
+    read_anchor_positive_pairs,
     read_labeled_pairs,
+    read_negatives_tuples,
     read_positive_pairs_or_triplets,
     read_scored_pairs,
     read_triplets,
@@ -78,3 +80,35 @@ def test_bytes_that_are_not_utf8_name_file_and_line(tmp_path: Path, name: str) -
         read_scored_pairs(path)
     with pytest.raises(DataFormatError, match=rf"{name}:{len(lines)}: not valid UTF-8"):
         read_positive_pairs_or_triplets(path)
+
+
+def test_several_negatives_are_read_as_tuples(tmp_path: Path) -> None:
+    tsv = write(tmp_path / "n.tsv", "anchor\tpositive\tnegative_2\tnegative_1\na\tb\td\tc\n")
+    assert read_positive_pairs_or_triplets(tsv) == [NegativesTuple("a", "b", ("c", "d"))]
+    lines = ['{"anchor": "a", "positive": "b", "negative_1": "c", "negative_2": "d"}']
+    jsonl = write(
+        tmp_path / "n.jsonl", "\n".join([*lines, '{"anchor": "e", "positive": "f", "negative_1": "g"}'])
+    )
+    with pytest.raises(DataFormatError, match=r"n.jsonl:2: 1 negative columns, but the first row has 2"):
+        read_negatives_tuples(jsonl)
+    assert read_negatives_tuples(jsonl, skip_bad_lines=True) == [NegativesTuple("a", "b", ("c", "d"))]
+    empty = write(tmp_path / "m.csv", "anchor,positive,negative_1,negative_2\na,b,c,\n")
+    with pytest.raises(DataFormatError, match=r"m.csv:2: negative_2 is missing or empty"):
+        read_positive_pairs_or_triplets(empty)
+    gap = write(tmp_path / "g.csv", "anchor,positive,negative_1,negative_3\na,b,c,d\n")
+    with pytest.raises(DataFormatError, match=r"g.csv:2: .*without gaps, got negative_1, negative_3"):
+        read_positive_pairs_or_triplets(gap)
+    with pytest.raises(DataFormatError, match=r"n.tsv:2: .*the triplet loss takes one negative"):
+        read_triplets(tsv)
+
+
+def test_anchor_positive_pairs_from_either_column_names(tmp_path: Path) -> None:
+    named = write(tmp_path / "a.csv", "anchor,positive,negative\na,b,c\n")
+    assert read_anchor_positive_pairs(named) == [("a", "b")]
+    nli = write(tmp_path / "s.jsonl", '{"sentence1": "a", "sentence2": "b", "label": "entailment"}\n')
+    assert read_anchor_positive_pairs(nli) == [("a", "b")]
+    bare = write(tmp_path / "p.tsv", "anchor\tpositive\na\tb\n")
+    assert read_positive_pairs_or_triplets(bare) == [LabeledPair("a", "b", "")]
+    broken = write(tmp_path / "b.csv", "anchor,positive\na,b\nc,\n")
+    with pytest.raises(DataFormatError, match=r"b.csv:3: positive is missing or empty"):
+        read_anchor_positive_pairs(broken)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.data import Triplet
+from sbert.data import NegativesTuple, Triplet
 from sbert.losses import (
     CachedMultipleNegativesRankingLoss,
     CoSENTLoss,
@@ -26,24 +26,32 @@ BATCH = [
 ]
 
 
+# Two hard negatives a row, as sbert mine-negatives writes them (anchor, positive, negative_1, negative_2).
+TUPLES = [
+    NegativesTuple(t.anchor, t.positive, (t.negative, BATCH[i - 1].positive)) for i, t in enumerate(BATCH)
+]
+
+
 def gradients(
-    loss: torch.nn.Module, model: SentenceEncoder, seed: int = 0
+    loss: torch.nn.Module, model: SentenceEncoder, seed: int = 0, batch: list | None = None
 ) -> tuple[float, dict[str, torch.Tensor]]:
     model.zero_grad()
     torch.manual_seed(seed)
-    value = loss(BATCH)
+    value = loss(batch or BATCH)
     value.backward()
     return float(value.detach()), {
         n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None
     }
 
 
-@pytest.mark.parametrize("mini_batch_size", [1, 4, 15])
-def test_cached_mnrl_gives_plain_mnrl_gradients(tiny_model_dir: Path, mini_batch_size: int) -> None:
+@pytest.mark.parametrize(("mini_batch_size", "batch"), [(1, BATCH), (4, BATCH), (15, BATCH), (4, TUPLES)])
+def test_cached_mnrl_gives_plain_mnrl_gradients(
+    tiny_model_dir: Path, mini_batch_size: int, batch: list
+) -> None:
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu").eval()  # no dropout: passes agree
-    plain_value, plain = gradients(MultipleNegativesRankingLoss(model), model)
+    plain_value, plain = gradients(MultipleNegativesRankingLoss(model), model, batch=batch)
     cached_value, cached = gradients(
-        CachedMultipleNegativesRankingLoss(model, mini_batch_size=mini_batch_size), model
+        CachedMultipleNegativesRankingLoss(model, mini_batch_size=mini_batch_size), model, batch=batch
     )
     assert cached_value == pytest.approx(plain_value, abs=1e-6)
     assert plain.keys() == cached.keys() and len(plain) > 10

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.data import LabeledPair, ScoredPair, Triplet
+from sbert.data import LabeledPair, NegativesTuple, ScoredPair, Triplet
 from sbert.losses import (
     CoSENTLoss,
     CosineMSELoss,
@@ -97,6 +97,30 @@ def test_multiple_negatives_ranking_loss_by_hand(trainable_encoder: SentenceEnco
     row0 = -math.log(math.exp(20) / (2 * math.exp(20) + 2))
     row1 = -math.log(1 / (2 + math.exp(20) + math.exp(-20)))
     assert float(loss.loss([], [anchors, positives, negatives])) == pytest.approx((row0 + row1) / 2, rel=1e-5)
+
+
+def test_multiple_negatives_ranking_loss_takes_every_negative_of_a_tuple(
+    trainable_encoder: SentenceEncoder,
+) -> None:
+    loss = MultipleNegativesRankingLoss(trainable_encoder)
+    batch = [
+        NegativesTuple("a man eats", "a man eats food", ("a dog runs", "the sun")),
+        NegativesTuple("a cat", "a small cat", ("a red car", "rain")),
+    ]
+    columns = [
+        torch.tensor(trainable_encoder.encode([e.anchor for e in batch], normalize=True)),
+        torch.tensor(trainable_encoder.encode([e.positive for e in batch], normalize=True)),
+        *(
+            torch.tensor(trainable_encoder.encode([e.negatives[k] for e in batch], normalize=True))
+            for k in (0, 1)
+        ),
+    ]
+    trainable_encoder.eval()
+    with torch.no_grad():
+        value = float(loss(batch))
+    assert value == pytest.approx(float(loss.loss(batch, columns)), rel=1e-4)
+    fewer = float(loss.loss(batch, columns[:3]))
+    assert value > fewer  # a second negative per row adds candidates
 
 
 def test_cosent_loss_by_hand(trainable_encoder: SentenceEncoder) -> None:

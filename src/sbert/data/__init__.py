@@ -4,7 +4,7 @@ from sbert.data.errors import BadLines, DataFormatError
 from sbert.data.nli import distinct_snli_sentences
 from sbert.data.paths import DATA_ENV, MissingDataError, resolve_data_dir
 from sbert.data.readers import read_snli_senteval, read_stsb
-from sbert.data.records import NLI_LABELS, LabeledPair, LabeledSentence, ScoredPair, Triplet
+from sbert.data.records import NLI_LABELS, LabeledPair, LabeledSentence, NegativesTuple, ScoredPair, Triplet
 from sbert.data.sts import read_sick, read_sts
 from sbert.data.transfer import read_binary_task, read_mrpc, read_sst2, read_trec
 
@@ -16,6 +16,7 @@ __all__ = [
     "LabeledPair",
     "LabeledSentence",
     "MissingDataError",
+    "NegativesTuple",
     "ScoredPair",
     "Triplet",
     "distinct_snli_sentences",

@@ -40,3 +40,16 @@ class Triplet:
     anchor: str
     positive: str
     negative: str
+
+
+@dataclass(frozen=True)
+class NegativesTuple:
+    """An anchor, a sentence close to it and several hard negatives (sentence-transformers' "n-tuple").
+
+    ``sbert mine-negatives`` writes these; every row of one file has the same number of negatives,
+    so that a batch of them has a fixed number of columns.
+    """
+
+    anchor: str
+    positive: str
+    negatives: tuple[str, ...]

@@ -2,20 +2,23 @@
 
 CSV and TSV files need a header row naming the columns; JSONL lines are objects with those keys.
 Pairs: ``sentence1``, ``sentence2`` and ``score`` (a number in ``score_range``) or ``label``.
-Triplets: ``anchor``, ``positive``, ``negative``.
+Triplets: ``anchor``, ``positive``, ``negative``; with several hard negatives (as ``sbert
+mine-negatives`` writes them): ``anchor``, ``positive``, ``negative_1`` ... ``negative_k``.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sbert.data.readers import DataFormatError
-from sbert.data.records import LabeledPair, ScoredPair, Triplet
+from sbert.data.records import LabeledPair, NegativesTuple, ScoredPair, Triplet
 from sbert.options import TRAINING_FORMATS
 
 logger = logging.getLogger("sbert")
@@ -99,27 +102,161 @@ def read_triplets(path: str | Path, fmt: str = "auto", skip_bad_lines: bool = Fa
     """
 
     def build(row: dict[str, Any]) -> Triplet:
+        if "negative" not in row and negative_columns(row):
+            raise ValueError(
+                "this row has negative_1 ... columns (several negatives) but the triplet loss takes one "
+                "negative column: train with --loss mnrl, or mine with --output-format triplet"
+            )
         return Triplet(*_texts(row, ("anchor", "positive", "negative")))
+
+    return _read(path, fmt, build, skip_bad_lines)
+
+
+def read_negatives_tuples(
+    path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False
+) -> list[NegativesTuple]:
+    """Rows of ``anchor``, ``positive``, ``negative_1`` ... ``negative_k``, the same k on every row.
+
+    Raises:
+        DataFormatError: a missing or empty text, or a row with another number of negatives than the
+            first (names the file and line).
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "mined.tsv")
+        >>> _ = open(path, "w").write("anchor\\tpositive\\tnegative_1\\tnegative_2\\na\\tb\\tc\\td\\n")
+        >>> read_negatives_tuples(path)
+        [NegativesTuple(anchor='a', positive='b', negatives=('c', 'd'))]
+    """
+    path = Path(path)
+    first = next(_rows(path, _format(path, fmt)), None)
+    try:
+        expected = negative_columns(first[1]) if first else []
+    except ValueError as error:
+        raise DataFormatError(path, first[0] if first else 1, str(error)) from None
+
+    def build(row: dict[str, Any]) -> NegativesTuple:
+        columns = negative_columns(row)
+        if len(columns) != len(expected):
+            raise ValueError(
+                f"{len(columns)} negative columns, but the first row has {len(expected)}: every row "
+                "needs the same number"
+            )
+        anchor, positive, *negatives = _texts(row, ("anchor", "positive", *expected))
+        return NegativesTuple(anchor, positive, tuple(negatives))
+
+    return _read(path, fmt, build, skip_bad_lines)
+
+
+def negative_columns(row: dict[str, Any]) -> list[str]:
+    """The row's ``negative_1`` ... ``negative_k`` keys in order (empty when it has none).
+
+    Raises:
+        ValueError: numbered negatives with a gap (``negative_1``, ``negative_3``).
+    """
+    numbers = sorted(int(match[1]) for key in row if (match := re.fullmatch(r"negative_(\d+)", str(key))))
+    if numbers != list(range(1, len(numbers) + 1)):
+        names = ", ".join(f"negative_{n}" for n in numbers)
+        raise ValueError(f"negative columns must be negative_1 ... negative_k without gaps, got {names}")
+    return [f"negative_{n}" for n in numbers]
+
+
+def read_anchor_positive_pairs(
+    path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False
+) -> list[tuple[str, str]]:
+    """(anchor, positive) pairs from ``anchor``/``positive`` or ``sentence1``/``sentence2`` columns
+    (other columns, such as a label or negatives, are ignored): the input of hard-negative mining.
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "pairs.csv")
+        >>> _ = open(path, "w").write("sentence1,sentence2,label\\nA man sleeps.,A man rests.,entailment\\n")
+        >>> read_anchor_positive_pairs(path)
+        [('A man sleeps.', 'A man rests.')]
+    """
+    first = next(_rows(Path(path), _format(Path(path), fmt)), None)
+    keys = (
+        ("anchor", "positive") if first is not None and "anchor" in first[1] else ("sentence1", "sentence2")
+    )
+
+    def build(row: dict[str, Any]) -> tuple[str, str]:
+        anchor, positive = _texts(row, keys)
+        return anchor, positive
 
     return _read(path, fmt, build, skip_bad_lines)
 
 
 def read_positive_pairs_or_triplets(
     path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False
-) -> list[LabeledPair] | list[Triplet]:
-    """Positive pairs (``sentence1``, ``sentence2``; any label kept) or, with an ``anchor`` column, triplets.
+) -> list[LabeledPair] | list[Triplet] | list[NegativesTuple]:
+    """Positive pairs (``sentence1``, ``sentence2``, any label kept; or ``anchor``, ``positive``),
+    triplets (with a ``negative`` column), or :class:`NegativesTuple` rows (``negative_1`` ...).
 
-    For in-batch-negative losses: a pair needs no score, a triplet adds a hard negative.
+    For in-batch-negative losses: a pair needs no score, a triplet adds a hard negative, a tuple k.
     """
     first = next(_rows(Path(path), _format(Path(path), fmt)), None)
     if first is not None and "anchor" in first[1]:
-        return read_triplets(path, fmt, skip_bad_lines)
+        if "negative" in first[1]:
+            return read_triplets(path, fmt, skip_bad_lines)
+        if any(str(key).startswith("negative_") for key in first[1]):
+            return read_negatives_tuples(path, fmt, skip_bad_lines)
+        pairs = read_anchor_positive_pairs(path, fmt, skip_bad_lines)
+        return [LabeledPair(anchor, positive, "") for anchor, positive in pairs]
 
     def build(row: dict[str, Any]) -> LabeledPair:
         first, second = _texts(row, ("sentence1", "sentence2"))
         return LabeledPair(first, second, str(row.get("label") or ""))
 
     return _read(path, fmt, build, skip_bad_lines)
+
+
+def check_training_output(path: str | Path) -> None:
+    """Refuse, before any work, an output path whose format cannot be told or whose folder is missing."""
+    path = Path(path)
+    _format(path, "auto")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"{path}: the folder {path.parent} does not exist")
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder: give a file name ending .csv, .tsv or .jsonl")
+
+
+def write_training_file(
+    path: str | Path, header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str = "auto"
+) -> None:
+    """Write rows of texts under ``header`` as CSV, TSV or JSONL (by extension), atomically.
+
+    Raises:
+        ValueError: a TSV text holding a tab or a line break (TSV has no quoting: use CSV or JSONL).
+
+    Example:
+        >>> import tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "triplets.jsonl")
+        >>> write_training_file(path, ["anchor", "positive", "negative"], [["a", "b", "c"]])
+        >>> read_triplets(path)
+        [Triplet(anchor='a', positive='b', negative='c')]
+    """
+    from sbert.files import write_text_atomic
+
+    path = Path(path)
+    fmt = _format(path, fmt)
+    if fmt == "jsonl":
+        lines = [json.dumps(dict(zip(header, row)), ensure_ascii=False) + "\n" for row in rows]
+        write_text_atomic(path, "".join(lines))
+        return
+    if fmt == "tsv":
+        for number, row in enumerate(rows, start=2):
+            if any(("\t" in text or "\n" in text or "\r" in text) for text in row):
+                raise ValueError(
+                    f"{path}: line {number} would hold a tab or a line break, which TSV cannot hold; write .csv or .jsonl"
+                )
+        # The reader takes TSV without quoting (a '"' is text), so it is written as plain joined fields.
+        write_text_atomic(path, "".join("\t".join(line) + "\n" for line in [header, *rows]))
+        return
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    write_text_atomic(path, buffer.getvalue())
 
 
 def _texts(row: dict[str, Any], keys: Sequence[str]) -> list[str]:

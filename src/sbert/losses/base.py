@@ -17,7 +17,10 @@ from sbert.training.distributed import Distributed, gather_with_grad
 
 
 def example_texts(example: Any) -> tuple[str, ...]:
-    """The sentences of a record: (sentence1, sentence2) of a pair, (anchor, positive, negative) of a triplet."""
+    """The sentences of a record: (sentence1, sentence2) of a pair, (anchor, positive, negative) of a
+    triplet, (anchor, positive, negative_1, ..., negative_k) of a :class:`~sbert.data.NegativesTuple`."""
+    if hasattr(example, "negatives"):
+        return (example.anchor, example.positive, *example.negatives)
     if hasattr(example, "anchor"):
         return (example.anchor, example.positive, example.negative)
     if hasattr(example, "sentence1"):

@@ -1,0 +1,402 @@
+"""Hard-negative mining: for each (anchor, positive) pair, corpus texts close to the anchor that are not
+its positive, as sentence-transformers' ``mine_hard_negatives`` picks them.
+
+Every anchor is searched against the corpus (the positives, plus any extra texts) exactly, in chunks
+(:func:`~sbert.applications.search.top_k_chunked`: memory of one score block, not queries × corpus),
+or through a :class:`~sbert.applications.index.VectorIndex` of any kind. The ``range_max +
+max_positives`` nearest candidates of each anchor are then filtered (its positives, a margin below
+the positive's score, a maximum or minimum score, optionally judged by a cross-encoder) and the
+negatives taken from ranks ``range_min`` on: the best (``top``) or drawn at random (``random``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from sbert.data.records import NegativesTuple, Triplet
+from sbert.data.training_files import write_training_file
+from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES
+
+if TYPE_CHECKING:
+    from sbert.cross_encoder import CrossEncoder
+    from sbert.encoder import SentenceEncoder
+
+logger = logging.getLogger("sbert")
+
+FILTERS = ("absolute_margin", "relative_margin", "max_score", "min_score")
+
+
+@dataclass(frozen=True)
+class MinedRow:
+    """One anchor, one of its positives, its negatives best first, and the scores of each."""
+
+    anchor: str
+    positive: str
+    negatives: tuple[str, ...]
+    positive_score: float
+    negative_scores: tuple[float, ...]
+
+
+@dataclass
+class MiningResult:
+    """What :func:`mine_hard_negatives` found.
+
+    Attributes:
+        rows: One per (anchor, positive) with ``n-tuple`` (only those with ``num_negatives`` negatives);
+            one per (anchor, positive, negative) with ``triplet``.
+        output_format: ``n-tuple`` or ``triplet``.
+        num_negatives: Negatives asked for per anchor.
+        range_max: The candidates ranked per anchor (given, or derived as sentence-transformers does).
+        skipped: Candidates removed by each filter (``absolute_margin``, ``max_score``, ...).
+        missing: Rows (n-tuple) or negatives (triplet) that could not be filled.
+        seconds: ``encode``, ``search``, ``rescore`` (cross-encoder) and ``select``.
+    """
+
+    rows: list[MinedRow]
+    output_format: str
+    num_negatives: int
+    range_max: int
+    skipped: dict[str, int] = field(default_factory=dict)
+    missing: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def examples(self) -> list[NegativesTuple] | list[Triplet]:
+        """The rows as training records: :class:`NegativesTuple` (n-tuple) or :class:`Triplet`."""
+        if self.output_format == "triplet":
+            return [Triplet(row.anchor, row.positive, row.negatives[0]) for row in self.rows]
+        return [NegativesTuple(row.anchor, row.positive, row.negatives) for row in self.rows]
+
+    def summary(self) -> str:
+        """Counts and mean scores of positives and negatives, and what each filter removed."""
+        positives = np.array([row.positive_score for row in self.rows])
+        negatives = np.array([score for row in self.rows for score in row.negative_scores])
+        lines = [f"{len(self.rows)} rows ({self.output_format}), {len(negatives)} negatives"]
+        if len(negatives):
+            lines.append(
+                f"mean score: positive {positives.mean():.4f}, negative {negatives.mean():.4f}, "
+                f"difference {positives.mean() - negatives.mean():.4f}"
+            )
+        lines += [f"skipped {count} candidates for {name}" for name, count in self.skipped.items() if count]
+        if self.missing:
+            unit = "rows" if self.output_format == "n-tuple" else "negatives"
+            lines.append(
+                f"could not fill {self.missing} {unit}: widen range_max, or relax range_min and the filters"
+            )
+        return "\n".join(lines)
+
+
+def mine_hard_negatives(
+    pairs: Sequence[tuple[str, str]],
+    model: SentenceEncoder,
+    corpus: Sequence[str] | None = None,
+    cross_encoder: CrossEncoder | None = None,
+    range_min: int = 0,
+    range_max: int | None = None,
+    max_score: float | None = None,
+    min_score: float | None = None,
+    absolute_margin: float | None = None,
+    relative_margin: float | None = None,
+    num_negatives: int = 3,
+    sampling_strategy: str = "top",
+    query_prompt_name: str | None = None,
+    corpus_prompt_name: str | None = None,
+    include_positives: bool = False,
+    output_format: str = "n-tuple",
+    batch_size: int = 32,
+    index_kind: str | None = None,
+    seed: int = 0,
+    show_progress_bar: bool | None = None,
+) -> MiningResult:
+    """Hard negatives for (anchor, positive) pairs, with sentence-transformers' semantics.
+
+    Args:
+        pairs: (anchor, positive) texts; an anchor may have several positives (several rows).
+        model: The encoder; anchors go through ``encode_query``, the corpus through ``encode_document``.
+        corpus: More candidate texts besides the positives (which are always candidates).
+        cross_encoder: Rescore the candidates and positives with it before the filters (only with a
+            filter: ``max_score``, ``min_score`` or a margin).
+        range_min: Skip this many of the best remaining candidates (likely unlabelled positives).
+        range_max: Rank this many candidates per anchor (default: ``range_min + num_negatives +
+            max_positives``, times 10 on ``num_negatives`` when a filter is set, as sentence-transformers).
+        max_score, min_score: Keep candidates scoring at most / at least this.
+        absolute_margin: Keep candidates scoring below the anchor's lowest positive score by at least this.
+        relative_margin: Keep candidates below ``positive − |positive| · relative_margin``.
+        num_negatives: Negatives per anchor.
+        sampling_strategy: ``top`` (the best remaining) or ``random`` (drawn from all that remain).
+        query_prompt_name, corpus_prompt_name: Other prompts than the model's query and document ones.
+        include_positives: Let an anchor's own positives be its negatives (for reranking sets).
+        output_format: ``n-tuple`` (anchor, positive, negative_1..k; rows short of k negatives are
+            dropped) or ``triplet`` (one row per negative).
+        batch_size: Encoding and cross-encoder batch size.
+        index_kind: ``None`` for exact search, else a :class:`~sbert.applications.index.VectorIndex` kind.
+        seed: The ``random`` strategy's seed (the draws equal ``random.seed(seed)`` then
+            sentence-transformers' ``random.sample`` calls).
+        show_progress_bar: Encoding progress bars (default: for 1000 sentences or more).
+
+    Returns:
+        A :class:`MiningResult`; rows in the order of the first appearance of each anchor, then of
+        each of its positives.
+
+    Raises:
+        ValueError: no pairs, an unknown strategy or format, ``num_negatives`` < 1, a range that cannot
+            hold ``num_negatives`` candidates, a cross-encoder without a filter to apply, or
+            ``include_positives`` with the triplet format.
+
+    Example:
+        >>> from sbert import SentenceEncoder
+        >>> pairs = [("A man plays guitar.", "Someone plays an instrument."),
+        ...          ("A dog runs in a park.", "An animal is outside."),
+        ...          ("A woman cooks pasta.", "Someone makes dinner.")]
+        >>> result = mine_hard_negatives(pairs, SentenceEncoder.from_pretrained(), num_negatives=1)
+        >>> result.rows[0].negatives
+        ('Someone makes dinner.',)
+    """
+    _check_arguments(pairs, num_negatives, sampling_strategy, output_format, range_min)
+    filters = {
+        "absolute_margin": absolute_margin,
+        "relative_margin": relative_margin,
+        "max_score": max_score,
+        "min_score": min_score,
+    }
+    filtering = any(value is not None for value in filters.values())
+    if include_positives and output_format != "n-tuple":
+        # sentence-transformers switches to n-tuple here; saying so beats writing another format.
+        raise ValueError("include_positives keeps each anchor's ranking, which only the n-tuple format holds")
+    if cross_encoder is not None and not filtering:
+        raise ValueError(
+            "a cross-encoder only judges the filters: give max_score, min_score, absolute_margin or "
+            "relative_margin with it"
+        )
+    max_positives = Counter(anchor for anchor, _ in pairs).most_common(1)[0][1]
+    if range_max is None:
+        # Room for the filters to remove candidates, as sentence-transformers leaves it.
+        range_max = range_min + num_negatives * (10 if filtering else 1) + max_positives
+    _check_range(range_min, range_max, num_negatives)
+
+    positives = [positive for _, positive in pairs]
+    texts = list(dict.fromkeys([*(corpus if corpus is not None else positives), *positives]))
+    position = {text: i for i, text in enumerate(texts)}
+    queries = list(dict.fromkeys(anchor for anchor, _ in pairs))
+    # Each query's positives, in order of first appearance, each once.
+    query_positives: list[list[int]] = [[] for _ in queries]
+    query_of = {query: i for i, query in enumerate(queries)}
+    for anchor, positive in pairs:
+        own = query_positives[query_of[anchor]]
+        if position[positive] not in own:
+            own.append(position[positive])
+
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    options: dict[str, Any] = {
+        "batch_size": batch_size,
+        "show_progress_bar": show_progress_bar,
+        "normalize": True,
+    }
+    texts_vectors = np.asarray(model.encode_document(texts, prompt_name=corpus_prompt_name, **options))
+    query_vectors = np.asarray(model.encode_query(queries, prompt_name=query_prompt_name, **options))
+    seconds["encode"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    scores, ids = _candidates(query_vectors, texts_vectors, range_max + max_positives, index_kind)
+    seconds["search"] = time.perf_counter() - start
+    flat_positives = [(q, p) for q, own in enumerate(query_positives) for p in own]
+    positive_scores = torch.from_numpy(
+        np.einsum(
+            "ij,ij->i",
+            query_vectors[[q for q, _ in flat_positives]],
+            texts_vectors[[p for _, p in flat_positives]],
+        )
+    ).float()  # (rows,), cosine: both sides are unit length
+
+    if cross_encoder is not None:
+        start = time.perf_counter()
+        scores, positive_scores = _rescore(
+            cross_encoder, queries, texts, ids, flat_positives, batch_size, show_progress_bar
+        )
+        seconds["rescore"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    scores[ids < 0] = -float("inf")  # padding of a short result list
+    if not include_positives:
+        for q, own in enumerate(query_positives):
+            scores[q, torch.isin(ids[q], torch.tensor(own))] = -float("inf")
+    skipped = _apply_filters(scores, positive_scores, query_positives, filters)
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :range_max]
+    scores, ids = scores.gather(1, order)[:, range_min:], ids.gather(1, order)[:, range_min:]
+    if sampling_strategy == "top":
+        scores, ids = scores[:, :num_negatives], ids[:, :num_negatives]
+    else:
+        scores, ids = _sample(scores, ids, num_negatives, random.Random(seed))
+    rows, missing = _rows(output_format, queries, texts, query_positives, positive_scores, scores, ids)
+    seconds["select"] = time.perf_counter() - start
+    result = MiningResult(rows, output_format, num_negatives, range_max, skipped, missing, seconds)
+    logger.info("%s", result.summary())
+    return result
+
+
+def _check_arguments(
+    pairs: Sequence[tuple[str, str]],
+    num_negatives: int,
+    sampling_strategy: str,
+    output_format: str,
+    range_min: int,
+) -> None:
+    if not pairs:
+        raise ValueError("no (anchor, positive) pairs to mine negatives for")
+    if num_negatives < 1:
+        raise ValueError(f"num_negatives must be at least 1, got {num_negatives}")
+    if sampling_strategy not in SAMPLING_STRATEGIES:
+        raise ValueError(
+            f"unknown sampling_strategy {sampling_strategy!r}; choose one of {', '.join(SAMPLING_STRATEGIES)}"
+        )
+    if output_format not in MINED_FORMATS:
+        raise ValueError(f"unknown output_format {output_format!r}; choose one of {', '.join(MINED_FORMATS)}")
+    if range_min < 0:
+        raise ValueError(f"range_min must be at least 0, got {range_min}")
+
+
+def _check_range(range_min: int, range_max: int, num_negatives: int) -> None:
+    if range_min >= range_max:
+        raise ValueError(f"range_min must be below range_max, got {range_min} and {range_max}")
+    if num_negatives > range_max - range_min:
+        raise ValueError(
+            f"cannot take {num_negatives} negatives from ranks {range_min} to {range_max}: only "
+            f"{range_max - range_min} candidates; lower num_negatives or range_min, or raise range_max"
+        )
+
+
+def _candidates(
+    queries: np.ndarray, texts: np.ndarray, k: int, index_kind: str | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores and text positions of each query's ``k`` nearest texts, (queries, k); -1 pads short lists."""
+    if index_kind is None:
+        from sbert.applications.search import top_k_chunked
+
+        scores, ids = top_k_chunked(queries, texts, k)
+    else:
+        from sbert.applications.index import VectorIndex
+
+        index = VectorIndex.build(texts, kind=index_kind)
+        hits = index.search(queries, top_k=min(k, len(texts)))
+        scores = torch.tensor([[hit.score for hit in row] + [0.0] * (k - len(row)) for row in hits])
+        ids = torch.tensor([[hit.corpus_id for hit in row] + [-1] * (k - len(row)) for row in hits])
+    if ids.shape[1] < k:  # a corpus smaller than k
+        pad = k - ids.shape[1]
+        scores = torch.cat([scores, torch.full((len(ids), pad), -float("inf"))], dim=1)
+        ids = torch.cat([ids, torch.full((len(ids), pad), -1, dtype=torch.long)], dim=1)
+    return scores.float(), ids.long()
+
+
+def _rescore(
+    cross_encoder: CrossEncoder,
+    queries: list[str],
+    texts: list[str],
+    ids: torch.Tensor,
+    flat_positives: list[tuple[int, int]],
+    batch_size: int,
+    show_progress_bar: bool | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-encoder scores of every (query, candidate) and (query, positive) pair."""
+    candidates = [(queries[q], texts[i]) for q, row in enumerate(ids.tolist()) for i in row if i >= 0]
+    predicted = cross_encoder.predict(candidates, batch_size, show_progress_bar=show_progress_bar)
+    scores = torch.full(ids.shape, -float("inf"))
+    scores[ids >= 0] = torch.from_numpy(np.asarray(predicted, dtype=np.float32))
+    positives = cross_encoder.predict(
+        [(queries[q], texts[p]) for q, p in flat_positives], batch_size, show_progress_bar=False
+    )
+    return scores, torch.from_numpy(np.asarray(positives, dtype=np.float32))
+
+
+def _apply_filters(
+    scores: torch.Tensor,
+    positive_scores: torch.Tensor,
+    query_positives: list[list[int]],
+    filters: dict[str, float | None],
+) -> dict[str, int]:
+    """Set the score of every candidate a filter removes to -inf; how many each removed."""
+    # With several positives, the margin is taken from the lowest-scoring one (the harder positive).
+    counts = [len(own) for own in query_positives]
+    lowest = torch.stack([part.min() for part in torch.split(positive_scores, counts)]).unsqueeze(1)
+    thresholds = {
+        "absolute_margin": lambda value: scores + value > lowest,
+        "relative_margin": lambda value: scores > lowest - lowest.abs() * value,
+        "max_score": lambda value: scores > value,
+        "min_score": lambda value: scores < value,
+    }
+    skipped = {}
+    for name in FILTERS:
+        value = filters[name]
+        if value is None:
+            continue
+        removed = thresholds[name](value) & torch.isfinite(scores)
+        scores[removed] = -float("inf")
+        skipped[name] = int(removed.sum())
+    return skipped
+
+
+def _sample(
+    scores: torch.Tensor, ids: torch.Tensor, count: int, rng: random.Random
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``count`` candidates drawn from each row's finite ones, then sorted best first."""
+    options = (ids.shape[1] - torch.isinf(scores).sum(dim=1)).clamp(min=count)
+    chosen = torch.tensor([rng.sample(range(int(n)), k=count) for n in options.tolist()])
+    scores, ids = scores.gather(1, chosen), ids.gather(1, chosen)
+    order = torch.sort(scores, dim=1, descending=True, stable=True).indices
+    return scores.gather(1, order), ids.gather(1, order)
+
+
+def _rows(
+    output_format: str,
+    queries: list[str],
+    texts: list[str],
+    query_positives: list[list[int]],
+    positive_scores: torch.Tensor,
+    scores: torch.Tensor,
+    ids: torch.Tensor,
+) -> tuple[list[MinedRow], int]:
+    rows, missing, flat = [], 0, 0
+    for q, own in enumerate(query_positives):
+        finite = [(i, s) for i, s in zip(ids[q].tolist(), scores[q].tolist()) if s != -float("inf")]
+        for p in own:
+            positive = float(positive_scores[flat])
+            flat += 1
+            if output_format == "triplet":
+                missing += scores.shape[1] - len(finite)
+                rows += [MinedRow(queries[q], texts[p], (texts[i],), positive, (s,)) for i, s in finite]
+            elif len(finite) < scores.shape[1]:
+                missing += 1
+            else:
+                negatives = tuple(texts[i] for i, _ in finite)
+                rows.append(MinedRow(queries[q], texts[p], negatives, positive, tuple(s for _, s in finite)))
+    return rows, missing
+
+
+def write_mined(result: MiningResult, path: str | Path, fmt: str = "auto") -> None:
+    """Write the rows as a training file ``sbert train file`` reads: ``anchor``, ``positive``, then
+    ``negative`` (triplet) or ``negative_1`` ... ``negative_k`` (n-tuple); CSV, TSV or JSONL.
+
+    Example:
+        >>> import os, tempfile
+        >>> row = MinedRow("a dog", "a puppy", ("a cat", "a car"), 0.9, (0.5, 0.2))
+        >>> path = os.path.join(tempfile.mkdtemp(), "mined.tsv")
+        >>> write_mined(MiningResult([row], "n-tuple", 2, 5), path)
+        >>> open(path).read().splitlines()[0].split("\\t")
+        ['anchor', 'positive', 'negative_1', 'negative_2']
+    """
+    if result.output_format == "triplet":
+        header = ["anchor", "positive", "negative"]
+    else:
+        header = ["anchor", "positive", *(f"negative_{i}" for i in range(1, result.num_negatives + 1))]
+    write_training_file(
+        path, header, [[row.anchor, row.positive, *row.negatives] for row in result.rows], fmt
+    )

@@ -1,0 +1,82 @@
+"""``sbert mine-negatives`` end to end on a tiny random BERT: its file is what the library mined, and
+``sbert train file`` trains on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sbert import SentenceEncoder
+from sbert.applications.hard_negatives import mine_hard_negatives
+from sbert.cli import main
+from sbert.data.training_files import read_anchor_positive_pairs, read_negatives_tuples
+
+TEXTS = [
+    "a man plays guitar", "a man plays music", "a dog runs in the park", "the red car",
+    "a woman cooks food", "a woman is eating", "the sun and rain", "a small blue rocket",
+    "a cat is sad", "the child is happy", "code and test", "a big bug",
+]  # fmt: skip
+
+
+@pytest.fixture()
+def pairs_file(tmp_path: Path) -> Path:
+    path = tmp_path / "pairs.csv"
+    path.write_text("anchor,positive\n" + "".join(f"{a},{b}\n" for a, b in zip(TEXTS[::2], TEXTS[1::2])))
+    return path
+
+
+def model_args(model_dir: Path) -> list[str]:
+    return ["--model", str(model_dir), "--device", "cpu", "--precision", "float32", "--backend", "torch"]
+
+
+def test_the_file_holds_what_the_library_mines_and_trains(
+    pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "mined.tsv"
+    argv = ["mine-negatives", str(pairs_file), "-o", str(output), "--num-negatives", "2"]
+    assert main([*argv, *model_args(trainable_model_dir)]) == 0
+    model = SentenceEncoder.from_pretrained(
+        trainable_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    expected = mine_hard_negatives(read_anchor_positive_pairs(pairs_file), model, num_negatives=2)
+    assert read_negatives_tuples(output) == expected.examples()
+    assert output.read_text().splitlines()[0] == "anchor\tpositive\tnegative_1\tnegative_2"
+
+    monkeypatch.delenv("SBERT_DATA", raising=False)
+    trained = tmp_path / "trained"
+    argv = ["train", "file", "--train", str(output), "--loss", "mnrl", "--base", str(trainable_model_dir)]
+    argv += ["--output", str(trained), "--batch-size", "3", "--no-progress", "--device", "cpu"]
+    assert main(argv) == 0
+    assert json.loads((trained / "results.json").read_text())["steps"] == 2
+
+
+def test_triplet_format_and_an_extra_corpus(pairs_file: Path, tiny_model_dir: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man eats food\nthe blue sun\n")
+    output = tmp_path / "mined.jsonl"
+    argv = ["mine-negatives", str(pairs_file), "-o", str(output), "--output-format", "triplet"]
+    argv += ["--corpus", str(corpus), "--num-negatives", "3", "--index-kind", "flat"]
+    assert main([*argv, *model_args(tiny_model_dir)]) == 0
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    assert len(rows) == 3 * len(TEXTS) // 2 and set(rows[0]) == {"anchor", "positive", "negative"}
+    assert {"a man eats food", "the blue sun"} & {row["negative"] for row in rows}
+
+
+def test_bad_input_and_output_are_clear_errors(
+    pairs_file: Path, tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("anchor,positive\na man,a person\nthe dog,\n")
+    assert (
+        main(["mine-negatives", str(bad), "-o", str(tmp_path / "out.csv"), *model_args(tiny_model_dir)]) == 1
+    )
+    assert "bad.csv:3: positive is missing or empty" in capsys.readouterr().err
+    argv = ["mine-negatives", str(pairs_file), "-o", str(tmp_path / "out.txt"), *model_args(tiny_model_dir)]
+    assert main(argv) == 1
+    assert "out.txt: cannot tell the format" in capsys.readouterr().err
+    argv = ["mine-negatives", str(pairs_file), "-o", str(tmp_path / "o.csv"), "--max-score", "-1"]
+    assert main([*argv, *model_args(tiny_model_dir)]) == 1
+    assert "no anchor got 3 negatives" in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()
