@@ -119,3 +119,39 @@ def test_bad_queries_and_vectors() -> None:
     with pytest.raises(ValueError, match="non-empty"):
         VectorIndex.build(np.empty((0, 16)))
     assert len(index.search(np.ones(16), top_k=1000)[0]) == 300
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivfpq"])
+def test_a_prefix_index_searches_like_exact_search_on_cut_vectors(kind: str, tmp_path: Path) -> None:
+    from sbert.applications.index.building import ArraySource, build_index
+    from sbert.truncation import truncate_embeddings
+
+    vectors, queries = corpus(400, 32), corpus(5, 32, seed=1)
+    index = VectorIndex.build(vectors, kind=kind, model_name="m", dimensions=8, rescore="float32")
+    assert (index.dim, index.truncated_from) == (8, 32)
+    expected = semantic_search(truncate_embeddings(queries, 8), truncate_embeddings(vectors, 8), top_k=5)
+    found = index.search(index.query_vectors(queries), top_k=5)
+    if kind == "flat":
+        assert [[h.corpus_id for h in hits] for hits in found] == [
+            [h.corpus_id for h in hits] for hits in expected
+        ]
+    with pytest.raises(
+        ValueError, match=r"dimension 32 but the index holds 8-d vectors \(the first 8 of the 32"
+    ):
+        index.search(queries)
+    with pytest.raises(ValueError, match="dimension 12 but the index holds 8-d"):
+        index.search(index.query_vectors(corpus(1, 12)))
+    index.save(tmp_path / "idx")
+    assert json.loads((tmp_path / "idx" / MANIFEST_FILE).read_text())["truncated_from"] == 32
+    loaded = VectorIndex.load(tmp_path / "idx", model=FakeModel("m", 32))  # the model gives 32-d vectors
+    assert loaded.search(loaded.query_vectors(queries), 5) == found
+    with pytest.raises(IndexLoadError, match="vectors of a 32-d model, but the model gives 8-d"):
+        VectorIndex.load(tmp_path / "idx", model=FakeModel("m", 8))
+    streamed = build_index(
+        ArraySource(vectors), tmp_path / "streamed", kind=kind, rescore="float32", dimensions=8
+    )
+    assert streamed.truncated_from == 32 and streamed.search(streamed.query_vectors(queries), 5) == found
+    with pytest.raises(ValueError, match="between 1 and the vectors' 32, got 33"):
+        VectorIndex.build(vectors, kind="flat", dimensions=33)
+    full = VectorIndex.build(vectors, kind="flat", dimensions=32)
+    assert full.truncated_from is None and full.query_vectors(queries).shape == (5, 32)

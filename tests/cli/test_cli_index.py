@@ -94,3 +94,19 @@ def test_auto_says_what_it_chose(tiny_model_dir: Path, corpus_file: Path, tmp_pa
     assert "kind auto: chose flat for 4 vectors" in capsys.readouterr().err
     assert build(corpus_file, tmp_path / "idx", str(tiny_model_dir), "--max-memory", "1M") == 1
     assert "no index kind serves 4" in capsys.readouterr().err
+
+
+def test_a_prefix_index_is_searched_with_cut_queries(
+    tiny_model_dir: Path, corpus_file: Path, tmp_path: Path, capsys
+) -> None:
+    assert (
+        build(corpus_file, tmp_path / "idx", str(tiny_model_dir), "--kind", "flat", "--dimensions", "8") == 0
+    )
+    assert "flat, 8-d of 32" in capsys.readouterr().err
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert (manifest["dimension"], manifest["truncated_from"]) == (8, 32)
+    for sentence in SENTENCES:
+        assert main(["search", "--index", str(tmp_path / "idx"), sentence, "--json", "-k", "1"]) == 0
+        assert json.loads(capsys.readouterr().out)["hits"][0]["text"] == sentence
+    assert build(corpus_file, tmp_path / "bad", str(tiny_model_dir), "--dimensions", "64") == 1
+    assert "between 1 and the vectors' 32, got 64" in capsys.readouterr().err

@@ -110,3 +110,28 @@ def test_choices_match_the_library() -> None:
 
     assert (evaluate.STS_SETS, evaluate.TRANSFER_TASKS) == (STS_SETS, TRANSFER_TASKS)
     assert (PROTOCOLS, tuple(STS_SOURCES)) == (evaluate.PROTOCOLS, evaluate.STS_SOURCES)
+
+
+def test_evaluate_sts_at_several_dimensions(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sbert import SentenceEncoder
+    from sbert.data import read_stsb
+    from sbert.evaluation import SimilarityEvaluator
+    from sbert.truncation import PrefixViews
+
+    write_data(tmp_path)
+    out = tmp_path / "eval.json"
+    args = ["evaluate", "sts", "--model", str(tiny_model_dir), "--data-dir", str(tmp_path), "--sets", "STSb"]
+    assert main([*args, "--dimensions", "16", "4", "32", "--output", str(out)]) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))["results"]
+    label = f"ours: {tiny_model_dir}"
+    assert list(results) == [label, f"{label} @ 16 dims", f"{label} @ 4 dims"]  # 32 is the full model
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, precision="float32")
+    evaluator = SimilarityEvaluator(read_stsb("test", tmp_path))
+    for name, cut in [(label, None), (f"{label} @ 4 dims", 4)]:
+        expected = evaluator(PrefixViews(model).view(cut))["spearman_cosine"]
+        assert results[name]["sts"]["STSb"]["all"]["spearman_cosine"] == pytest.approx(expected, abs=1e-6)
+    assert f"| ours | {tiny_model_dir} @ 4 dims |" in capsys.readouterr().out
+    assert main([*args, "--dimensions", "64"]) == 1
+    assert "between 1 and model" in capsys.readouterr().err

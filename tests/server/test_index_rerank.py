@@ -92,3 +92,23 @@ def test_a_corrupt_index_stops_the_server_at_start(tiny_model_dir: Path, folders
 def test_a_plain_encoder_is_refused_as_cross_encoder(tiny_model_dir: Path) -> None:
     output = start_fails(tiny_server_args(tiny_model_dir, "--cross-encoder", str(tiny_model_dir)))
     assert f"{tiny_model_dir}: not a cross-encoder" in output
+
+
+def test_search_cuts_the_query_for_a_prefix_index(tiny_model_dir: Path, tmp_path: Path) -> None:
+    encoder = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    index = VectorIndex.build(
+        encoder.encode(CORPUS), texts=CORPUS, kind="flat", model_name=encoder.name, dimensions=8
+    )
+    index.save(tmp_path / "prefix")
+    process = ServerProcess(
+        tiny_server_args(tiny_model_dir, "--index", str(tmp_path / "prefix"))
+    ).wait_ready()
+    try:
+        body = httpx.post(f"{process.url}/search", json={"query": "a man plays music", "top_k": 4}).json()
+    finally:
+        process.kill()
+    expected = index.search(index.query_vectors(encoder.encode(["a man plays music"])), top_k=4)[0]
+    assert [r["corpus_id"] for r in body["results"]] == [hit.corpus_id for hit in expected]
+    np.testing.assert_allclose([r["score"] for r in body["results"]], [h.score for h in expected], atol=1e-5)

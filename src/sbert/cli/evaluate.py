@@ -62,6 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
+        "--dimensions",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="D",
+        help="also evaluate the first D dimensions of each vector, unit length again (Matryoshka), "
+        "e.g. 256 128 64: sts and senteval add a row per D, retrieval a search per D",
+    )
+    parser.add_argument(
         "--skip-bad-lines", action="store_true", help="skip malformed data lines instead of stopping"
     )
     add_model_arguments(parser, precision="float32")
@@ -103,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             f"ours: {model.name}, avg. token vectors": shared.view("mean"),
             f"ours: {model.name}, CLS vector": shared.view("cls"),
         }
+    if args.dimensions:
+        encoders = _with_prefixes(encoders, f"ours: {model.name}", model.dim, args.dimensions)
     suites = SUITES[args.suite]
     results: dict[str, dict] = {label: {} for label in encoders}
     seconds: dict[str, dict[str, float]] = {label: {} for label in encoders}
@@ -135,6 +146,22 @@ def run(args: argparse.Namespace) -> int:
         write_text_atomic(args.output, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         print(f"\nwrote every figure to {args.output}")
     return 0
+
+
+def _with_prefixes(
+    encoders: dict[str, Encoder], label: str, dim: int, dimensions: list[int]
+) -> dict[str, Encoder]:
+    """The model's row, then one row per prefix length (Matryoshka), from one encoding of each sentence."""
+    from sbert.truncation import PrefixViews
+
+    views = PrefixViews(encoders[label], dim)
+    prefixes = {f"{label} @ {d} dims": views.view(d) for d in dict.fromkeys(dimensions) if d != dim}
+    rows: dict[str, Encoder] = {}
+    for name, encoder in encoders.items():
+        rows[name] = views.view(None) if name == label else encoder
+        if name == label:
+            rows.update(prefixes)
+    return rows
 
 
 def run_suite(encoder: Encoder, suite: str, args: argparse.Namespace) -> dict:

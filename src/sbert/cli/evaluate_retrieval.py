@@ -30,14 +30,6 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--top-k", type=int, default=100, help="retrieval: results per query (default 100)")
     group.add_argument(
-        "--dimensions",
-        type=int,
-        nargs="+",
-        default=None,
-        metavar="D",
-        help="retrieval: also search the first D dimensions of each vector (Matryoshka), e.g. 256 128 64",
-    )
-    group.add_argument(
         "--document-prompt-name",
         default=None,
         help="retrieval: the corpus prompt (default: the model's document prompt)",

@@ -57,6 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="compressed kinds: precision of the on-disk vectors that re-rank candidates (default int8; "
         "float32 gives exact scores)",
     )
+    build.add_argument(
+        "--dimensions",
+        type=int,
+        default=None,
+        metavar="D",
+        help="index only the first D dimensions of each vector, unit length again (a Matryoshka "
+        "model's prefix); searches cut their queries the same way",
+    )
     add_text_arguments(build)
     build.add_argument("--batch-size", type=int, default=32)
     add_model_arguments(build)
@@ -105,14 +113,16 @@ def run_build(args: argparse.Namespace) -> int:
             show_progress_bar=len(texts) >= 100_000,
             rescore=rescore,
             max_memory=max_memory,
+            dimensions=args.dimensions,
         )
         index.document_prompt = model.document_prompt(args.prompt_name, args.prompt)
         index.save(args.output)
         what = f"{len(index)} sentences"
     if index.choice:
         print(f"kind auto: {index.choice}", file=sys.stderr)
+    size = f"{index.dim}-d" + (f" of {index.truncated_from}" if index.truncated_from else "")
     print(
-        f"indexed {what} ({index.kind}, {index.dim}-d, model {index.model_name}) into {args.output} "
+        f"indexed {what} ({index.kind}, {size}, model {index.model_name}) into {args.output} "
         f"in {time.perf_counter() - start:.1f} s",
         file=sys.stderr,
     )
@@ -138,6 +148,7 @@ def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore:
         max_memory=max_memory,
         store_path=args.store,
         show_progress_bar=True,
+        dimensions=args.dimensions,
     )
 
 

@@ -51,10 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
         model = load_model_of_index(args)
         index = VectorIndex.load(args.index, model=model)
-        results = index.search(
-            model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt),
-            top_k=args.top_k,
-        )
+        queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
+        results = index.search(index.query_vectors(queries), top_k=args.top_k)
         found = sorted({hit.corpus_id for hits in results for hit in hits})
         texts = dict(zip(found, index.texts_of(found)))
     else:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -34,6 +33,7 @@ from sbert.server.schemas import (
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
 from sbert.server.settings import Limits
+from sbert.truncation import truncate_embeddings
 
 
 @dataclass
@@ -118,8 +118,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         result = await embed(body.input, body.truncate, name, prompt_text(body.prompt_name))
         vectors = result.vectors
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
-            vectors = vectors[:, : body.dimensions]
-            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            vectors = truncate_embeddings(vectors, body.dimensions)
         if body.encoding_format == "base64":
             values: list[Any] = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
         else:
@@ -155,7 +154,10 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         name = _names("query", "")
         result = await embed([body.query], body.truncate, name, prompt_text(body.prompt_name, query=True))
         hits = await _await_worker(
-            service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
+            service.batcher,
+            lambda: service.batcher.call(
+                lambda: index.search(index.query_vectors(result.vectors), body.top_k)[0]
+            ),
         )
         results = [
             {"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits

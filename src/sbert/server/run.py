@@ -64,7 +64,7 @@ def build_service(model: Any, options: ServeOptions) -> Service:
     vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.batching.pack)
     if index is not None:
         try:
-            index.search(vectors[:1], top_k=1)
+            index.search(index.query_vectors(vectors[:1]), top_k=1)
         except ValueError as error:  # an empty index
             raise ModelLoadError(f"{options.index}: {error}") from error
     if cross_encoder is not None:

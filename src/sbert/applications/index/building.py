@@ -32,6 +32,7 @@ from sbert.applications.rescoring import RescoreWriter
 from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
 from sbert.quantization import QuantizationRanges, dequantize_embeddings
+from sbert.truncation import check_dimensions, truncate_embeddings
 
 TRAIN_SAMPLE = 160_000  # vectors IVF and PQ train on (39 per list at FAISS's 4096), drawn at random
 CALIBRATION_SAMPLE = 20_000  # vectors that fix the int8 rescoring ranges
@@ -130,6 +131,28 @@ class StoreSource:
         return out
 
 
+class TruncatedSource:
+    """Another source's vectors cut to their first ``dimensions``, unit length again (a Matryoshka prefix)."""
+
+    def __init__(self, source: VectorSource, dimensions: int) -> None:
+        check_dimensions(dimensions, source.dim, "the source vectors'")
+        self.source, self.dimensions = source, dimensions
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    @property
+    def dim(self) -> int:
+        return self.dimensions
+
+    def batches(self, rows: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for ids, vectors in self.source.batches(rows):
+            yield ids, truncate_embeddings(vectors, self.dimensions)
+
+    def sample(self, positions: np.ndarray) -> np.ndarray:
+        return truncate_embeddings(self.source.sample(positions), self.dimensions)
+
+
 def build_index(
     source: VectorSource,
     output: str | Path,
@@ -142,6 +165,7 @@ def build_index(
     store_path: str | Path | None = None,
     batch_rows: int = 65_536,
     show_progress_bar: bool = False,
+    dimensions: int | None = None,
 ) -> VectorIndex:
     """Build and save an index of every vector of ``source`` at ``output``, in bounded memory.
 
@@ -157,10 +181,16 @@ def build_index(
         store_path: The store the texts are looked up in (recorded as an absolute path).
         batch_rows: Vectors added per step.
         show_progress_bar: A bar over the vectors added.
+        dimensions: Index only the first so many of each vector, unit length again (the manifest
+            records the model's full size as ``truncated_from``).
 
     Returns:
         The saved index, loaded back from ``output``.
     """
+    store = source.store if isinstance(source, StoreSource) else None
+    full = source.dim
+    if dimensions is not None and dimensions != full:
+        source = TruncatedSource(source, dimensions)
     count, dim, output = len(source), source.dim, Path(output)
     if count == 0:
         raise ValueError("the source holds no vectors: there is nothing to index")
@@ -168,10 +198,10 @@ def build_index(
     choice = choose_kind(count, dim, max_memory) if kind == "auto" else None
     index = VectorIndex(dim, choice.kind if choice else kind, metric, None, params, identity, rescore, count)
     index.texts, index.store_path = None, str(Path(store_path).resolve()) if store_path else None
-    if isinstance(source, StoreSource):
-        index.document_prompt = source.store.manifest.get("prompt")
-    if isinstance(source, StoreSource):
-        index.store_digest = source.store.digest
+    index.truncated_from = full if dim < full else None
+    if store is not None:
+        index.document_prompt = store.manifest.get("prompt")
+        index.store_digest = store.digest
     rng = np.random.default_rng(0)
     sample = source.sample(np.sort(rng.choice(count, min(count, TRAIN_SAMPLE), replace=False)))
     if metric == "cosine":  # in place: the sample is the largest thing a build holds

@@ -285,8 +285,9 @@ def check_model(manifest: dict[str, Any], model: Any, path: Path) -> Any:
                 f"{where}: the index was built with model {manifest['model']!r}, but the model given is {name!r}"
             )
     dim = getattr(model, "dim", None)
-    if dim is not None and dim != manifest["dimension"]:
+    expected = manifest.get("truncated_from") or manifest["dimension"]  # a prefix's model gives more
+    if dim is not None and dim != expected:
         raise IndexLoadError(
-            f"{where}: the index holds {manifest['dimension']}-d vectors, but the model gives {dim}-d vectors"
+            f"{where}: the index holds vectors of a {expected}-d model, but the model gives {dim}-d vectors"
         )
     return identity

@@ -33,6 +33,7 @@ from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
 from sbert.quantization import QuantizationRanges
 from sbert.similarity import ArrayLike
+from sbert.truncation import truncate_embeddings
 
 METRICS = ("cosine", "dot")
 
@@ -54,6 +55,10 @@ class VectorIndex:
             scores within ~1e-2 of float32), ``"float16"``, ``"float32"`` (exact scores) or ``None``
             (the compressed index's own coarse scores).
         count: The number of vectors expected (sizes the IVF default ``nlist``).
+
+    ``truncated_from`` is the model's vector size when the index holds only the first ``dim`` of each
+    vector (``build(dimensions=...)``, ``sbert index build --dimensions``); :meth:`query_vectors` cuts
+    the model's query vectors the same way.
 
     Example:
         >>> import numpy as np
@@ -90,6 +95,7 @@ class VectorIndex:
         self.rescore_vectors: RescoreVectors | None = None
         self.choice: str | None = None  # why kind="auto" chose this kind
         self.document_prompt: str | None = None  # put before each sentence when it was embedded
+        self.truncated_from: int | None = None  # the model's dimension, when the index holds a prefix
         self.faiss_index: Any = make_faiss_index(kind, dim, self.params)
         apply_search_params(self.faiss_index, kind, self.params)
 
@@ -107,14 +113,19 @@ class VectorIndex:
         identity: ModelIdentity | None = None,
         rescore: str | None = "int8",
         max_memory: int | None = None,
+        dimensions: int | None = None,
     ) -> VectorIndex:
         """Make an index of ``embeddings`` (n, dim) held in memory (for a store on disk see
         :func:`~sbert.applications.index.building.build_index`).
 
         ``kind="auto"`` picks by size and ``max_memory`` (bytes; :func:`choose_kind`), and records why
-        in ``index.choice``. IVF kinds train their centroids on the vectors given.
+        in ``index.choice``. IVF kinds train their centroids on the vectors given. ``dimensions``
+        keeps the first so many of each vector, unit length again (a Matryoshka model's prefix).
         """
         vectors = as_numpy(embeddings)
+        full = vectors.shape[-1]
+        if dimensions is not None:
+            vectors = truncate_embeddings(vectors, dimensions)
         if vectors.ndim != 2 or len(vectors) == 0:
             raise ValueError(f"build needs a non-empty (n, dim) matrix, got shape {vectors.shape}")
         choice = choose_kind(len(vectors), vectors.shape[1], max_memory) if kind == "auto" else None
@@ -129,6 +140,7 @@ class VectorIndex:
             count=len(vectors),
         )
         index.choice = choice.reason if choice else None
+        index.truncated_from = full if vectors.shape[1] < full else None
         prepared = index._prepare(vectors)
         index.train(prepared)
         if index.rescore_precision is not None:
@@ -212,9 +224,15 @@ class VectorIndex:
         if len(self) == 0:
             raise ValueError("the index is empty: there is nothing to search")
         if queries.shape[1] != self.dim:
+            prefix = (
+                f"the first {self.dim} of the {self.truncated_from} dimensions of"
+                if self.truncated_from
+                else ""
+            )
             raise ValueError(
-                f"query embeddings have dimension {queries.shape[1]} but the index holds {self.dim}-d "
-                f"vectors (model {self.model_name!r})"
+                f"query embeddings have dimension {queries.shape[1]} but the index holds {self.dim}-d vectors "
+                f"({prefix or 'from'} model {self.model_name!r})"
+                + (": cut the queries with index.query_vectors() first" if self.truncated_from else "")
             )
         multiplier = rescore_multiplier or self.params.get("rescore_multiplier", 1)
         if multiplier < 1:
@@ -233,6 +251,14 @@ class VectorIndex:
                 kept, kept_scores = row_pos[valid][:top_k].tolist(), row_scores[valid][:top_k].tolist()
             results.append([Hit(int(self.ids[p]), float(s)) for p, s in zip(kept, kept_scores)])
         return results
+
+    def query_vectors(self, embeddings: ArrayLike) -> np.ndarray:
+        """The model's query vectors as this index holds its vectors: cut to the first ``dim`` and
+        unit length again when it was built with ``dimensions``, else as they are."""
+        vectors = as_numpy(embeddings)
+        if self.truncated_from is not None and vectors.shape[-1] == self.truncated_from:
+            return truncate_embeddings(vectors, self.dim)
+        return vectors
 
     def text(self, corpus_id: int) -> str | None:
         """The text stored with a corpus id (from the store for an index built from one)."""
@@ -308,6 +334,7 @@ class VectorIndex:
             "model": self.model_name,
             "identity": self.identity.to_dict() if self.identity else None,
             "dimension": self.dim,
+            "truncated_from": self.truncated_from,
             "metric": self.metric,
             "normalized": self.metric == "cosine",
             "count": len(self),
@@ -356,6 +383,7 @@ class VectorIndex:
         apply_search_params(faiss_index, index.kind, index.params)
         index.ids = files.read_ids(path / IDS_FILE, manifest)
         index.document_prompt = manifest.get("document_prompt")
+        index.truncated_from = manifest.get("truncated_from")
         texts = manifest.get("texts", "corpus")
         if isinstance(texts, dict):
             index.texts, index.store_path = None, texts.get("store")
