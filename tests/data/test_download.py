@@ -16,7 +16,16 @@ import pytest
 
 from sbert.cli import main
 from sbert.data import read_stsb
-from sbert.data.download import DATASETS, SOURCES, ChecksumError, Source, check, download, outputs
+from sbert.data.download import (
+    DATASETS,
+    DEFAULT_DATASETS,
+    SOURCES,
+    ChecksumError,
+    Source,
+    check,
+    download,
+    outputs,
+)
 from sbert.data.paths import MissingDataError, dataset_file, resolve_data_dir
 
 STSB_LINE = "main-captions\tMSRvid\t2012test\t0001\t4.2\tA man plays a guitar.\tA person plays music.\n"
@@ -98,14 +107,15 @@ def http_mirror(mirror: Path) -> Iterator[str]:
 
 
 def test_sources_cover_the_issue_and_have_distinct_names() -> None:
-    assert set(DATASETS) == {"STSb", "SICK", "STS12", "STS13", "STS14", "STS15", "STS16", "SNLI", "SentEval"}
+    paper = {"STSb", "SICK", "STS12", "STS13", "STS14", "STS15", "STS16", "SNLI", "SentEval"}
+    assert set(DEFAULT_DATASETS) == paper and set(DATASETS) == paper | {"SciFact", "NFCorpus"}
     assert len({source.name for source in SOURCES}) == len(SOURCES)  # one mirror folder holds them all
 
 
 def test_download_from_a_file_mirror_fills_the_layout_sbert_reads(mirror: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     written = download(data, mirror=mirror.as_uri())
-    assert set(written) == {path for source in SOURCES for path in outputs(source)}
+    assert set(written) == {path for source in SOURCES if source.default for path in outputs(source)}
     (pair,) = read_stsb("test", data)
     assert (pair.sentence1, pair.score) == ("A man plays a guitar.", 4.2)
     assert (data / "snli_senteval" / "labels.dev").read_text() == "entailment\n"  # the "-" pair dropped
@@ -195,3 +205,61 @@ def test_cli_download_then_check(
     assert main(["data", "download"]) == 0
     assert main(["data", "check"]) == 0
     assert " 0 bad, 0 missing" in capsys.readouterr().out
+
+
+BEIR_FILES = {
+    "corpus.jsonl": '{"_id": "d1", "title": "Guitars", "text": "A man plays a guitar."}\n'
+    '{"_id": "d2", "title": "", "text": "The dog runs in the park."}\n',
+    "queries.jsonl": '{"_id": "q1", "text": "who plays music"}\n{"_id": "q2", "text": "a dog outside"}\n',
+    "qrels/test.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n",
+    "qrels/train.tsv": "query-id\tcorpus-id\tscore\nq2\td2\t1\n",
+    "qrels/dev.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t2\n",
+}
+
+
+def test_beir_sets_come_when_named_and_evaluate_retrieval_reads_them(
+    http_mirror: str, mirror: Path, tmp_path: Path, tiny_model_dir: Path, capsys
+) -> None:
+    from sbert.data.beir import read_beir
+
+    for source in SOURCES:
+        if not source.default:  # a small BEIR zip of the published layout: <name>/corpus.jsonl ...
+            folder = source.name.removesuffix(".zip")
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w") as zipped:
+                for member in source.members:
+                    zipped.writestr(member, BEIR_FILES[member.removeprefix(f"{folder}/")])
+            (mirror / source.name).write_bytes(buffer.getvalue())
+    data = tmp_path / "data"
+    assert download(data, ["STSb"], mirror=http_mirror) and not (data / "beir").exists()  # not by default
+    written = download(data, ["SciFact", "NFCorpus"], mirror=http_mirror)
+    assert "beir/scifact/qrels/test.tsv" in written and "beir/nfcorpus/qrels/dev.tsv" in written
+    _, bad, missing = check(data)
+    assert bad == [] and not [path for path in missing if path.startswith(("beir/", "stsb/"))]
+    scifact = read_beir(data / "beir" / "scifact")
+    assert scifact.corpus["d1"].startswith("Guitars") and scifact.qrels == {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    (data / "beir" / "nfcorpus" / "queries.jsonl").unlink()
+    # A set fetched once is then expected whole.
+    assert [path for path in check(data)[2] if path.startswith("beir/")] == ["beir/nfcorpus/queries.jsonl"]
+    capsys.readouterr()
+    options = ["--model", str(tiny_model_dir), "--data-dir", str(data)]
+    assert main(["evaluate", "retrieval", "scifact", *options]) == 0
+    assert "scifact: 2 queries, 2 documents" in capsys.readouterr().out
+    assert main(["evaluate", "retrieval", str(data / "beir" / "scifact"), "--split", "train", *options]) == 0
+    assert ": 1 queries, 2 documents" in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["evaluate", "retrieval", "nfcorpus", *options[:-1], str(empty)]) == 1
+    assert "sbert data download" in (err := capsys.readouterr().err) and "--only NFCorpus" in err
+
+
+def test_offline_beir_download_names_the_url_and_the_way_out(tmp_path: Path, capsys) -> None:
+    with pytest.raises(
+        OSError, match=r"http://127\.0\.0\.1:9/nfcorpus\.zip: cannot download.*offline\? use --mirror"
+    ):
+        download(tmp_path, ["NFCorpus"], mirror="http://127.0.0.1:9")
+    assert (
+        main(["data", "download", str(tmp_path), "--only", "SciFact", "--mirror", "http://127.0.0.1:9"]) == 1
+    )
+    assert "scifact.zip: cannot download" in capsys.readouterr().err
+    assert not (tmp_path / "beir").exists()

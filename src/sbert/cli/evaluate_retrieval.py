@@ -4,9 +4,11 @@ set, by exact search or through an index kind; the arguments are registered by `
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from sbert.cli.common import add_prompt_arguments
 from sbert.cli.index import KINDS
+from sbert.data.sources import BEIR_SETS
 
 PROXY_SETS = ("stsb-proxy", "snli-proxy")  # as sbert.data.beir.PROXY_SETS (kept torch-free here)
 
@@ -17,8 +19,8 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
         "dataset",
         nargs="?",
         default=None,
-        help=f"retrieval: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/) or {' / '.join(PROXY_SETS)} "
-        "(built from the data folder)",
+        help=f"retrieval: a BEIR folder (corpus.jsonl, queries.jsonl, qrels/), {' / '.join(BEIR_SETS)} "
+        f"(downloaded into the data folder) or {' / '.join(PROXY_SETS)} (built from the data folder)",
     )
     group.add_argument("--split", default="test", help="retrieval: the qrels split (default test)")
     group.add_argument(
@@ -44,7 +46,7 @@ def run_retrieval(args: argparse.Namespace) -> int:
     import json
 
     from sbert.cli.common import load_model
-    from sbert.data.beir import proxy_set, read_beir
+    from sbert.data.beir import downloaded_beir, proxy_set, read_beir
     from sbert.evaluation.retrieval import embed_set, search_and_score, write_run
     from sbert.files import write_text_atomic
 
@@ -52,10 +54,13 @@ def run_retrieval(args: argparse.Namespace) -> int:
         raise ValueError(f"sbert evaluate retrieval needs a BEIR folder or one of {', '.join(PROXY_SETS)}")
     if args.prompt is not None:
         raise ValueError("retrieval takes prompts by name: --prompt-name (queries), --document-prompt-name")
+    folder = args.dataset
     if args.dataset in PROXY_SETS:
         dataset = proxy_set(args.dataset, args.data_dir)
     else:
-        dataset = read_beir(args.dataset, args.split, skip_bad_lines=args.skip_bad_lines)
+        if args.dataset.lower() in BEIR_SETS and not Path(args.dataset).exists():
+            folder = downloaded_beir(args.dataset.lower(), args.data_dir)  # by name, from the data folder
+        dataset = read_beir(folder, args.split, skip_bad_lines=args.skip_bad_lines)
     model = load_model(args)
     embedded = embed_set(
         model, dataset, args.prompt_name, args.document_prompt_name, args.batch_size, show_progress_bar=True

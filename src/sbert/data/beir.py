@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sbert.data.errors import BadLines
+from sbert.data.paths import MissingDataError, missing_data_message, resolve_data_dir
 from sbert.data.readers import read_snli_senteval, read_stsb
+from sbert.data.sources import BEIR_DIR, BEIR_SETS
 
 # The proxy sets, by name: what sbert evaluate retrieval builds from the data folder (see below).
 PROXY_SETS = ("stsb-proxy", "snli-proxy")
@@ -70,6 +72,30 @@ def read_beir(folder: str | Path, split: str = "test", skip_bad_lines: bool = Fa
     }
     qrels = _read_qrels(folder / "qrels" / f"{split}.tsv", queries, corpus, skip_bad_lines)
     return RetrievalSet(folder.name, corpus, {q: queries[q] for q in qrels}, qrels)
+
+
+def downloaded_beir(name: str, data_dir: str | Path | None = None) -> Path:
+    """The folder of a BEIR set ``sbert data download --only SciFact`` (or ``NFCorpus``) filled.
+
+    Raises:
+        MissingDataError: no data directory, or the set is not in it (the message says how to fetch it).
+
+    Example:
+        >>> downloaded_beir("scifact", "../shared/data")  # doctest: +SKIP
+        PosixPath('../shared/data/beir/scifact')
+    """
+    if name not in BEIR_SETS:
+        raise ValueError(f"unknown BEIR set {name!r}; sbert downloads {', '.join(BEIR_SETS)}")
+    root = resolve_data_dir(data_dir)
+    if root is None:
+        raise MissingDataError(missing_data_message(f"{BEIR_SETS[name]}: no data directory"))
+    folder = root / BEIR_DIR / name
+    if not (folder / "corpus.jsonl").is_file():
+        raise MissingDataError(
+            f"{BEIR_SETS[name]}: {folder} not found; fetch it with `sbert data download {root} --only "
+            f"{BEIR_SETS[name]}` (BEIR sets come only when named)"
+        )
+    return folder
 
 
 def proxy_set(name: str, data_dir: str | Path | None = None) -> RetrievalSet:
