@@ -80,3 +80,30 @@ def test_bad_input_and_output_are_clear_errors(
     assert main([*argv, *model_args(tiny_model_dir)]) == 1
     assert "no anchor got 3 negatives" in capsys.readouterr().err
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_cross_encoder_judges_the_filters(
+    pairs_file: Path, tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    from sbert.cross_encoder import CrossEncoder
+
+    torch.manual_seed(0)
+    judge = CrossEncoder.from_pretrained(tiny_model_dir, num_labels=1, device="cpu")
+    judge.save(tmp_path / "ce")
+    output = tmp_path / "mined.csv"
+    argv = ["mine-negatives", str(pairs_file), "-o", str(output), "--cross-encoder", str(tmp_path / "ce")]
+    argv += ["--num-negatives", "1", *model_args(tiny_model_dir)]
+    assert main(argv) == 1
+    assert "only judges the filters" in capsys.readouterr().err
+    assert main([*argv, "--max-score", "1.0"]) == 0
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    expected = mine_hard_negatives(
+        read_anchor_positive_pairs(pairs_file), model, cross_encoder=judge, max_score=1.0, num_negatives=1
+    )
+    rows = output.read_text().splitlines()
+    assert rows[0] == "anchor,positive,negative_1" and len(rows) == 1 + len(expected.rows)
+    assert rows[1].endswith(expected.rows[0].negatives[0])
