@@ -31,6 +31,21 @@ def test_encode_txt_to_npy_matches_api(tiny_model_dir: Path, tmp_path: Path) -> 
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
 
 
+def test_encode_dimensions_cuts_and_renormalises(tiny_model_dir: Path, tmp_path: Path, capsys) -> None:
+    from sbert.truncation import truncate_embeddings
+
+    (tmp_path / "in.txt").write_text("a man plays guitar\nthe dog runs\n", encoding="utf-8")
+    argv = ["encode", str(tmp_path / "in.txt"), "--model", str(tiny_model_dir), "--dimensions"]
+    assert main([*argv, "8", "-o", str(tmp_path / "out.npy")]) == 0
+    full = SentenceEncoder.from_pretrained(tiny_model_dir).encode(["a man plays guitar", "the dog runs"])
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), truncate_embeddings(full, 8), atol=1e-6)
+    assert "dimension 8" in capsys.readouterr().err
+    assert main([*argv, "64", "-o", str(tmp_path / "big.npy")]) == 1
+    assert "between 1 and model" in capsys.readouterr().err and not (tmp_path / "big.npy").exists()
+    assert main([*argv, "8", "-o", str(tmp_path / "store") + "/"]) == 1
+    assert "a store keeps whole vectors" in capsys.readouterr().err
+
+
 def test_encode_csv_to_jsonl(tiny_model_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "in.csv").write_text("id,sentence\n1,hello\n2,world\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"

@@ -44,6 +44,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors")
     parser.add_argument(
+        "--dimensions",
+        type=int,
+        default=None,
+        metavar="D",
+        help="OUT.npy, OUT.jsonl: keep the first D dimensions, unit length again (a Matryoshka prefix; "
+        "a store keeps whole vectors: cut them with `sbert index build --dimensions`)",
+    )
+    parser.add_argument(
         "--skip-bad-lines",
         action="store_true",
         help="skip malformed input lines (counted) instead of stopping",
@@ -107,17 +115,24 @@ def check_writable(output: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     kind = output_kind(args.output)
+    if kind == "store" and args.dimensions is not None:
+        raise ValueError(
+            "--dimensions: a store keeps whole vectors; cut them when indexing (sbert index build --dimensions)"
+        )
     if kind == "store":
         return _run_store(args)
     import numpy as np
 
     from sbert.data.texts import read_texts
     from sbert.files import atomic_path
+    from sbert.truncation import check_dimensions, truncate_embeddings
 
     if kind != "stdout":
         check_writable(args.output)
     texts = read_texts(args.input, args.format, args.column, skip_bad_lines=args.skip_bad_lines)
     model = load_model(args)
+    if args.dimensions is not None:
+        check_dimensions(args.dimensions, model.dim, f"model {model.name}'s")  # before encoding
     vectors = model.encode(
         texts,
         batch_size=args.batch_size,
@@ -127,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         prompt=args.prompt,
     )
     assert isinstance(vectors, np.ndarray)
+    if args.dimensions is not None:
+        vectors = truncate_embeddings(vectors, args.dimensions)
     if kind == "stdout":
         _write_jsonl(sys.stdout, texts, vectors)
         return 0
@@ -137,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             with tmp.open("w", encoding="utf-8") as handle:
                 _write_jsonl(handle, texts, vectors)
-    print(f"wrote {len(texts)} embeddings of dimension {model.dim} to {args.output}", file=sys.stderr)
+    print(f"wrote {len(texts)} embeddings of dimension {vectors.shape[1]} to {args.output}", file=sys.stderr)
     return 0
 
 
