@@ -87,6 +87,15 @@ def test_build_from_store_looks_texts_up_in_it(
     (hit,) = json.loads(capsys.readouterr().out)["hits"]
     assert hit["text"].startswith(query) and hit["text"] == texts[hit["id"] - 1000]
     assert hit["score"] == pytest.approx(1.0, abs=1e-5)
+    # The store keeps whole vectors; an index of their first 16 dimensions cuts them shard by shard.
+    prefix = ["index", "build", "--store", str(tmp_path / "store"), "-o", str(tmp_path / "idx16")]
+    assert main([*prefix, "--kind", "flat", "--dimensions", "16"]) == 0
+    manifest = json.loads((tmp_path / "idx16" / "manifest.json").read_text())
+    assert (manifest["dimension"], manifest["truncated_from"]) == (16, vectors.shape[1])
+    capsys.readouterr()
+    assert main(["search", "--index", str(tmp_path / "idx16"), query, "-k", "1", "--json"]) == 0
+    (hit,) = json.loads(capsys.readouterr().out)["hits"]
+    assert hit["text"].startswith(query) and hit["score"] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_auto_says_what_it_chose(tiny_model_dir: Path, corpus_file: Path, tmp_path: Path, capsys) -> None:
