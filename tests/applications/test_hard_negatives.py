@@ -268,3 +268,34 @@ def test_tsv_refuses_a_text_with_a_tab(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"mined.tsv: line 3 would hold a tab"):
         write_mined(MiningResult(rows, "triplet", 1, 10), tmp_path / "mined.tsv")
     assert not (tmp_path / "mined.tsv").exists()
+
+
+def test_a_saved_index_gives_the_rows_of_exact_search(
+    models: tuple[SentenceEncoder, Any], tmp_path: Path
+) -> None:
+    from sbert.applications.index import VectorIndex
+    from sbert.truncation import truncate_embeddings
+
+    ours, _ = models
+    corpus = sentences(60, 2)
+    texts = list(dict.fromkeys([*corpus, *(p for _, p in PAIRS)]))
+    # The corpus twice under other ids: a text the index holds twice is one candidate.
+    vectors = ours.encode_document(texts + texts[:10], normalize=True)
+    VectorIndex.build(vectors, texts=texts + texts[:10], kind="flat", model_name=ours.name).save(
+        tmp_path / "idx"
+    )
+    index = VectorIndex.load(tmp_path / "idx", model=ours)
+    for settings in ({"num_negatives": 3}, {"absolute_margin": 0.0, "num_negatives": 2, "range_min": 1}):
+        exact = mine_hard_negatives(PAIRS, ours, corpus=corpus, **settings)
+        assert as_rows(mine_hard_negatives(PAIRS, ours, index=index, **settings)) == as_rows(exact)
+    prefix = VectorIndex.build(vectors[:, :16], texts=texts + texts[:10], kind="flat")
+    prefix.truncated_from = vectors.shape[1]  # as build(dimensions=16) records it
+    row = mine_hard_negatives(PAIRS, ours, index=prefix, num_negatives=2).rows[0]
+    cut = truncate_embeddings(ours.encode([row.anchor, row.positive]), 16)
+    assert row.positive_score == pytest.approx(float(cut[0] @ cut[1]), abs=1e-5)
+    assert len(set(row.negatives)) == 2
+    with pytest.raises(ValueError, match="a saved index is the corpus"):
+        mine_hard_negatives(PAIRS, ours, index=index, corpus=corpus)
+    bare = VectorIndex.build(vectors, kind="flat")  # no texts
+    with pytest.raises(ValueError, match="holds no text for corpus id"):
+        mine_hard_negatives(PAIRS, ours, index=bare)

@@ -107,3 +107,24 @@ def test_a_cross_encoder_judges_the_filters(
     rows = output.read_text().splitlines()
     assert rows[0] == "anchor,positive,negative_1" and len(rows) == 1 + len(expected.rows)
     assert rows[1].endswith(expected.rows[0].negatives[0])
+
+
+def test_a_saved_index_is_the_corpus(
+    pairs_file: Path, tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join([*TEXTS[1::2], "a man eats food", "the blue sun"]) + "\n")
+    build = ["index", "build", "--corpus", str(corpus), "-o", str(tmp_path / "idx"), "--kind", "hnsw"]
+    assert main([*build, *model_args(tiny_model_dir)]) == 0
+    argv = ["mine-negatives", str(pairs_file), "--num-negatives", "2", *model_args(tiny_model_dir)]
+    assert main([*argv, "--index", str(tmp_path / "idx"), "-o", str(tmp_path / "indexed.tsv")]) == 0
+    assert main([*argv, "--corpus", str(corpus), "-o", str(tmp_path / "exact.tsv")]) == 0
+    assert (tmp_path / "indexed.tsv").read_text() == (tmp_path / "exact.tsv").read_text()
+    capsys.readouterr()
+    assert (
+        main(
+            [*argv, "--index", str(tmp_path / "idx"), "--corpus", str(corpus), "-o", str(tmp_path / "x.tsv")]
+        )
+        == 1
+    )
+    assert "give --index, or --corpus" in capsys.readouterr().err

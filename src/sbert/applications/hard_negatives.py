@@ -3,7 +3,8 @@ its positive, as sentence-transformers' ``mine_hard_negatives`` picks them.
 
 Every anchor is searched against the corpus (the positives, plus any extra texts) exactly, in chunks
 (:func:`~sbert.applications.search.top_k_chunked`: memory of one score block, not queries × corpus),
-or through a :class:`~sbert.applications.index.VectorIndex` of any kind. The ``range_max +
+through a new :class:`~sbert.applications.index.VectorIndex` of any kind, or through a saved index,
+whose vectors never enter memory (:mod:`sbert.applications.candidates`). The ``range_max +
 max_positives`` nearest candidates of each anchor are then filtered (its positives, a margin below
 the positive's score, a maximum or minimum score, optionally judged by a cross-encoder) and the
 negatives taken from ranks ``range_min`` on: the best (``top``) or drawn at random (``random``).
@@ -23,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from sbert.applications.candidates import nearest, nearest_in_index
 from sbert.data.records import NegativesTuple, Triplet
 from sbert.data.training_files import write_training_file
 from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES
 
 if TYPE_CHECKING:
+    from sbert.applications.index import VectorIndex
     from sbert.cross_encoder import CrossEncoder
     from sbert.encoder import SentenceEncoder
 
@@ -116,6 +119,7 @@ def mine_hard_negatives(
     index_kind: str | None = None,
     seed: int = 0,
     show_progress_bar: bool | None = None,
+    index: VectorIndex | None = None,
 ) -> MiningResult:
     """Hard negatives for (anchor, positive) pairs, with sentence-transformers' semantics.
 
@@ -139,6 +143,9 @@ def mine_hard_negatives(
             dropped) or ``triplet`` (one row per negative).
         batch_size: Encoding and cross-encoder batch size.
         index_kind: ``None`` for exact search, else a :class:`~sbert.applications.index.VectorIndex` kind.
+        index: A saved index of the corpus, made with ``model`` (``VectorIndex.load(path, model)``),
+            instead of ``corpus``: its vectors stay where they are (memory maps, a store) and its
+            texts are the candidates; a positive it lacks is no other anchor's candidate.
         seed: The ``random`` strategy's seed (the draws equal ``random.seed(seed)`` then
             sentence-transformers' ``random.sample`` calls).
         show_progress_bar: Encoding progress bars (default: for 1000 sentences or more).
@@ -150,7 +157,7 @@ def mine_hard_negatives(
     Raises:
         ValueError: no pairs, an unknown strategy or format, ``num_negatives`` < 1, a range that cannot
             hold ``num_negatives`` candidates, a cross-encoder without a filter to apply, or
-            ``include_positives`` with the triplet format.
+            ``include_positives`` with the triplet format, or ``index`` with ``corpus`` or ``index_kind``.
 
     Example:
         >>> from sbert import SentenceEncoder
@@ -182,9 +189,13 @@ def mine_hard_negatives(
         # Room for the filters to remove candidates, as sentence-transformers leaves it.
         range_max = range_min + num_negatives * (10 if filtering else 1) + max_positives
     _check_range(range_min, range_max, num_negatives)
+    if index is not None and (corpus is not None or index_kind is not None):
+        raise ValueError("a saved index is the corpus: give index, or corpus and index_kind, not both")
 
     positives = [positive for _, positive in pairs]
-    texts = list(dict.fromkeys([*(corpus if corpus is not None else positives), *positives]))
+    # With a saved index, only the positives are encoded; its candidates join `texts` when found.
+    extra = corpus if corpus is not None and index is None else positives
+    texts = list(dict.fromkeys([*extra, *positives]))
     position = {text: i for i, text in enumerate(texts)}
     queries = list(dict.fromkeys(anchor for anchor, _ in pairs))
     # Each query's positives, in order of first appearance, each once.
@@ -207,7 +218,12 @@ def mine_hard_negatives(
     seconds["encode"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    scores, ids = _candidates(query_vectors, texts_vectors, range_max + max_positives, index_kind)
+    if index is None:
+        scores, ids = nearest(query_vectors, texts_vectors, range_max + max_positives, index_kind)
+    else:
+        scores, ids = nearest_in_index(index, query_vectors, range_max + max_positives, texts, position)
+        # Scored as the index scores: a prefix index (built with dimensions) cuts both sides.
+        query_vectors, texts_vectors = index.query_vectors(query_vectors), index.query_vectors(texts_vectors)
     seconds["search"] = time.perf_counter() - start
     flat_positives = [(q, p) for q, own in enumerate(query_positives) for p in own]
     positive_scores = torch.from_numpy(
@@ -273,28 +289,6 @@ def _check_range(range_min: int, range_max: int, num_negatives: int) -> None:
             f"cannot take {num_negatives} negatives from ranks {range_min} to {range_max}: only "
             f"{range_max - range_min} candidates; lower num_negatives or range_min, or raise range_max"
         )
-
-
-def _candidates(
-    queries: np.ndarray, texts: np.ndarray, k: int, index_kind: str | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Scores and text positions of each query's ``k`` nearest texts, (queries, k); -1 pads short lists."""
-    if index_kind is None:
-        from sbert.applications.search import top_k_chunked
-
-        scores, ids = top_k_chunked(queries, texts, k)
-    else:
-        from sbert.applications.index import VectorIndex
-
-        index = VectorIndex.build(texts, kind=index_kind)
-        hits = index.search(queries, top_k=min(k, len(texts)))
-        scores = torch.tensor([[hit.score for hit in row] + [0.0] * (k - len(row)) for row in hits])
-        ids = torch.tensor([[hit.corpus_id for hit in row] + [-1] * (k - len(row)) for row in hits])
-    if ids.shape[1] < k:  # a corpus smaller than k
-        pad = k - ids.shape[1]
-        scores = torch.cat([scores, torch.full((len(ids), pad), -float("inf"))], dim=1)
-        ids = torch.cat([ids, torch.full((len(ids), pad), -1, dtype=torch.long)], dim=1)
-    return scores.float(), ids.long()
 
 
 def _rescore(

@@ -33,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--corpus", default=None, help="more candidate texts besides the positives")
     parser.add_argument(
+        "--index",
+        default=None,
+        help="a saved index of the corpus (sbert index build, e.g. from a store), made with --model: its "
+        "texts are the candidates and its vectors stay on disk (instead of --corpus, --index-kind)",
+    )
+    parser.add_argument(
         "--corpus-column", default="text", help="field of --corpus in JSONL/CSV (default text)"
     )
     parser.add_argument("--num-negatives", type=int, default=3, help="negatives per anchor (default 3)")
@@ -93,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from sbert.data.training_files import check_training_output, read_anchor_positive_pairs
 
     check_training_output(args.output)  # before any encoding: a wrong --output costs nothing
+    if args.index and (args.corpus or args.index_kind != "exact"):
+        raise ValueError("--index is the corpus: give --index, or --corpus and --index-kind, not both")
     pairs = read_anchor_positive_pairs(args.input, args.format, args.skip_bad_lines)
     corpus = read_texts(args.corpus, "auto", args.corpus_column) if args.corpus else None
     cross_encoder = None
@@ -100,9 +108,15 @@ def run(args: argparse.Namespace) -> int:
         from sbert.cross_encoder import CrossEncoder
 
         cross_encoder = CrossEncoder.from_pretrained(args.cross_encoder, device=args.device)
+    model = load_model(args)
+    index = None
+    if args.index:
+        from sbert.applications.index import VectorIndex
+
+        index = VectorIndex.load(args.index, model=model)  # refuses an index of another model
     result = mine_hard_negatives(
         pairs,
-        load_model(args),
+        model,
         corpus=corpus,
         cross_encoder=cross_encoder,
         range_min=args.range_min,
@@ -121,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         index_kind=None if args.index_kind == "exact" else args.index_kind,
         seed=args.seed,
         show_progress_bar=True,
+        index=index,
     )
     if not result.rows:
         raise ValueError(
