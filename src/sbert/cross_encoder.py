@@ -86,7 +86,7 @@ class CrossEncoder(nn.Module):
             the longer sentence first.
         name: What the model was loaded from, for display.
 
-    Example:
+    Examples:
         >>> from sbert.cross_encoder import CrossEncoder
         >>> model = CrossEncoder.from_pretrained(num_labels=1)   # bundled weights, untrained head
         >>> model.predict([("A man plays guitar.", "Someone makes music.")]).shape

@@ -44,7 +44,7 @@ def read_sts(
     Returns:
         ``{subset: pairs}`` in SentEval's subset order; pool them for the "all" score.
 
-    Example:
+    Examples:
         >>> subsets = read_sts("STS16", "../shared/data")  # doctest: +SKIP
         >>> sum(len(pairs) for pairs in subsets.values())  # doctest: +SKIP
         1186
@@ -111,7 +111,7 @@ def read_sick(
     The files have a header line and five tab-separated fields: pair_ID, sentence_A, sentence_B,
     relatedness_score, entailment_judgment.
 
-    Example:
+    Examples:
         >>> len(read_sick("test", "../shared/data"))  # doctest: +SKIP
         4927
     """

@@ -33,7 +33,7 @@ def read_binary_task(
     Blank lines (CR and MPQA have a few) are skipped, or with ``keep_blank_lines`` kept as empty
     sentences, as SentEval keeps them.
 
-    Example:
+    Examples:
         >>> data = read_binary_task("MR", "../shared/data")  # doctest: +SKIP
         >>> len(data), data[0].label  # doctest: +SKIP
         (10662, 'positive')

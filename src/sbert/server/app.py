@@ -64,7 +64,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     FastAPI's per-request machinery cost about 0.2 ms of CPU, a tenth of a 2-core machine at 1000
     requests/s.
 
-    Example:
+    Examples:
         >>> app = create_app(service, api_key="secret")  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """

@@ -131,7 +131,7 @@ class Batcher:
             of ``max_batch_size``. Where the model packs (``encode(pack=True)``: BERT on OpenVINO,
             float32 or bf16) rows are packed instead.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> batcher = Batcher(SentenceEncoder.from_pretrained())  # doctest: +SKIP
         >>> batcher.start()  # doctest: +SKIP

@@ -24,7 +24,7 @@ _READ_CPUS = 0.25  # reading and splitting lines is light next to encoding
 class EncoderActor:
     """One Ray actor: loads the model once, then embeds batches of texts.
 
-    Example:
+    Examples:
         >>> actor = EncoderActor({"name_or_path": None, "precision": "float32"}, "", {}, 2)  # doctest: +SKIP
         >>> actor({"text": np.array(["a dog"])})["embedding"].shape                     # doctest: +SKIP
         (1, 384)

@@ -49,7 +49,7 @@ class StoreBatch:
 class EmbeddingStore:
     """A finished embedding store, read without loading it whole.
 
-    Example:
+    Examples:
         >>> store = EmbeddingStore.open("vectors/")                   # doctest: +SKIP
         >>> len(store), store.dim, store.dtype                        # doctest: +SKIP
         (1000000, 384, 'float32')
