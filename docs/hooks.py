@@ -1,11 +1,13 @@
 """MkDocs hooks: pages made at build time from the code and the committed report.
 
-- ``reference/cli.md``: every ``sbert`` subcommand's ``--help``, rendered from
-  :func:`sbert.cli.build_parser`, so the CLI reference cannot drift from the parsers.
+- ``reference/cli.md``: the committed page lists the commands (checked against the parsers by
+  ``tests/test_readme_claims.py``; ``python docs/hooks.py`` prints the list); the build appends every
+  ``sbert`` subcommand's ``--help``, rendered from :func:`sbert.cli.build_parser`, so the CLI
+  reference cannot drift from the parsers.
 - ``paper/report.md`` and its charts: ``reports/full/REPORT.md`` as committed, so the site carries
   the reproduction report without a copy in ``docs/``.
 
-Nothing here touches the network. ``python docs/hooks.py`` prints the CLI page.
+Nothing here touches the network.
 """
 
 from __future__ import annotations
@@ -28,6 +30,25 @@ def _subcommands(parser: argparse.ArgumentParser, prefix: str) -> Iterator[tuple
                 yield from _subcommands(sub, f"{prefix} {name}")
 
 
+def command_table() -> str:
+    """Markdown: every ``sbert`` command (leaves of the parser tree) with its one-line help."""
+    from sbert.cli import build_parser
+
+    rows = ["| command | what it does |", "|---|---|"]
+    parser = build_parser()
+    helps: dict[str, str] = {}
+    for name, sub in _subcommands(parser, "sbert"):
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for choice in action._choices_actions:
+                    helps[f"{name} {choice.dest}"] = " ".join((choice.help or "").split())
+    for name, sub in _subcommands(parser, "sbert"):
+        nested = any(isinstance(action, argparse._SubParsersAction) for action in sub._actions)
+        if name != "sbert" and not nested:
+            rows.append(f"| `{name}` | {helps.get(name, '')} |")
+    return "\n".join(rows) + "\n"
+
+
 def cli_reference() -> str:
     """Markdown: one section per ``sbert`` command, its ``--help`` verbatim."""
     previous = os.environ.get("COLUMNS")
@@ -37,11 +58,10 @@ def cli_reference() -> str:
 
         parser = build_parser()
         lines = [
-            "# Command line reference",
+            "## Every command's help",
             "",
-            "Generated from `sbert.cli.build_parser()` when the site is built: each section is the",
-            "command's `--help`, exactly as the installed `sbert` prints it. The guides show the",
-            "commands in use: [Getting started](../getting-started.md), and one guide per task.",
+            "Generated from `sbert.cli.build_parser()` when this site was built: each section is the",
+            "command's `--help`, as the installed `sbert` prints it.",
             "",
         ]
         for name, sub in _subcommands(parser, "sbert"):
@@ -67,13 +87,17 @@ def report_page() -> str:
 def on_files(files, config):  # type: ignore[no-untyped-def]
     from mkdocs.structure.files import File
 
-    generated = {"reference/cli.md": cli_reference(), "paper/report.md": report_page()}
-    for uri, content in generated.items():
-        files.append(File.generated(config, uri, content=content))
+    files.append(File.generated(config, "paper/report.md", content=report_page()))
     for chart in sorted(REPORT_DIR.glob("*.png")):
         files.append(File.generated(config, f"paper/{chart.name}", abs_src_path=str(chart)))
     return files
 
 
+def on_page_markdown(markdown, page, config, files):  # type: ignore[no-untyped-def]
+    if page.file.src_uri == "reference/cli.md":
+        return markdown.rstrip() + "\n\n" + cli_reference()
+    return markdown
+
+
 if __name__ == "__main__":
-    print(cli_reference())
+    print(command_table(), end="")

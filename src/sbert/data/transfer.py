@@ -34,8 +34,8 @@ def read_binary_task(
     sentences, as SentEval keeps them.
 
     Examples:
-        >>> data = read_binary_task("MR", "../shared/data")  # doctest: +SKIP
-        >>> len(data), data[0].label  # doctest: +SKIP
+        >>> data = read_binary_task("MR", "../shared/data")
+        >>> len(data), data[0].label
         (10662, 'positive')
     """
     if task not in BINARY_TASK_FILES:

@@ -204,6 +204,8 @@ def evaluate_retrieval(
         query_prompt_name: Another prompt than the model's query one.
         document_prompt_name: Another prompt than the model's document one.
 
+    Not run by the tests here: docs/guides/evaluation.md runs the same evaluation.
+
     Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data.beir import proxy_set

@@ -361,6 +361,9 @@ def evaluate_transfer(
         ``{task: {"accuracy", "n_train", "n_test", "protocol", "seconds", ...}}``, scores × 100, with
         ``chosen_l2`` and ``dev_accuracy`` (``senteval``) or ``chosen_c`` (``fast``), and MRPC's ``f1``.
 
+    Not run by the tests: TREC's cross-validated fits take about 20 s on 2 cores
+    (tests/integration/test_senteval_protocol.py runs the protocol).
+
     Examples:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained(precision="float32")  # doctest: +SKIP

@@ -107,6 +107,9 @@ def evaluate_sts(
         "weighted_mean": metrics}}``; metrics are ``spearman_cosine``, ``pearson_cosine``, ... (× 100)
         and ``pairs``. STSb and SICK-R have one subset, so only ``all``.
 
+    Not run by the tests: it encodes 2,758 sentences in float32 (tests/integration/test_evaluation.py
+    checks the figure).
+
     Examples:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained(precision="float32")  # doctest: +SKIP

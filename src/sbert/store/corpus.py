@@ -94,6 +94,9 @@ def encode_corpus(
     Returns:
         The finished store.
 
+    Not run by the tests: it shows a 1,000,000-line corpus and a ``model`` of yours
+    (docs/guides/corpus-stores.md runs ``encode_corpus`` end to end).
+
     Examples:
         >>> store = encode_corpus(model, "corpus.txt", "vectors/", dtype="int8")   # doctest: +SKIP
         >>> len(store), store.dtype                                                # doctest: +SKIP
