@@ -22,7 +22,9 @@ REPORT_DIR = ROOT / "reports" / "full"
 HELP_WIDTH = "100"
 
 
-def _subcommands(parser: argparse.ArgumentParser, prefix: str) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _subcommands(
+    parser: argparse.ArgumentParser, prefix: str
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield prefix, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
