@@ -35,7 +35,7 @@ def read_scored_pairs(
         DataFormatError: a missing or empty sentence, a score that is not a number or is out of range
             (names the file and line), or an empty file.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "pairs.csv")
         >>> _ = open(path, "w").write("sentence1,sentence2,score\\nA man sleeps.,A man rests.,4.5\\n")
@@ -66,7 +66,7 @@ def read_labeled_pairs(
 ) -> list[LabeledPair]:
     """Pairs with a class ``label``; with ``labels`` given, any other label is an error.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "pairs.jsonl")
         >>> _ = open(path, "w").write('{"sentence1": "a", "sentence2": "b", "label": "neutral"}\\n')
@@ -90,7 +90,7 @@ def read_labeled_pairs(
 def read_triplets(path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False) -> list[Triplet]:
     """Triplets with ``anchor``, ``positive`` and ``negative`` columns.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "triplets.tsv")
         >>> _ = open(path, "w").write("anchor\\tpositive\\tnegative\\na\\tb\\tc\\n")

@@ -55,7 +55,7 @@ class VectorIndex:
             (the compressed index's own coarse scores).
         count: The number of vectors expected (sizes the IVF default ``nlist``).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> vectors = np.random.default_rng(0).normal(size=(100, 8)).astype("float32")
         >>> index = VectorIndex.build(vectors, kind="flat", model_name="demo")
