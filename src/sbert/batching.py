@@ -36,7 +36,7 @@ def length_sorted_batches(
     Returns:
         A list of index arrays; together they hold every index exactly once.
 
-    Example:
+    Examples:
         >>> [b.tolist() for b in length_sorted_batches([3, 9, 4, 8], batch_size=2)]
         [[1, 3], [2, 0]]
     """
@@ -70,7 +70,7 @@ def cheapest_cuts(
     Dynamic programming over the prefixes, O(n · batch_size); batches respect ``batch_size`` and
     ``max_tokens`` (a sentence longer than ``max_tokens`` still gets a batch of its own).
 
-    Example:
+    Examples:
         >>> cheapest_cuts(np.array([40, 12, 11, 10]), batch_size=4, max_tokens=None, batch_cost_tokens=16)
         [0, 1, 4]
     """

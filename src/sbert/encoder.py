@@ -49,7 +49,7 @@ class SentenceEncoder(nn.Module):
             (:meth:`from_pretrained`), which indexes and stores record; ``None`` for a model built
             in memory.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained()          # bundled all-MiniLM-L6-v2
         >>> vectors = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
@@ -184,7 +184,7 @@ class SentenceEncoder(nn.Module):
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
         """Ask for another precision or backend; returns the plan that now runs.
 
-        Example:
+        Examples:
             >>> SentenceEncoder.from_pretrained().set_precision("float32").precision
             'float32'
         """
@@ -394,7 +394,7 @@ class SentenceEncoder(nn.Module):
     ) -> np.ndarray | Tensor:
         """:meth:`encode` for search queries, with :meth:`query_prompt`.
 
-        Example:
+        Examples:
             >>> model = SentenceEncoder.from_pretrained()
             >>> model.encode_query("how do I play the guitar?").shape
             (384,)

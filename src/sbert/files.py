@@ -37,7 +37,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
     A reader never sees a half-written file, and a failed write leaves the previous file intact.
 
-    Example:
+    Examples:
         >>> import numpy as np, tempfile, os
         >>> target = os.path.join(tempfile.mkdtemp(), "vectors.npy")
         >>> with atomic_path(target) as tmp, tmp.open("wb") as handle:  # a handle: np.save(path) adds .npy
@@ -68,7 +68,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 def staging_dir(target: str | Path) -> Path:
     """A new empty directory beside ``target`` to build its next version in, for :func:`replace_dir`.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> target = Path(tempfile.mkdtemp()) / "index"
         >>> staging = staging_dir(target)

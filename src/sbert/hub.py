@@ -47,7 +47,7 @@ def resolve_model_path(name_or_path: str | Path | None = None) -> Path:
         ModelLoadError: no such directory (the message gives the absolute path looked for), or a hub
             id that is neither a local directory nor downloadable (the message says both).
 
-    Example:
+    Examples:
         >>> resolve_model_path("all-MiniLM-L6-v2").is_absolute()
         True
     """
@@ -73,7 +73,7 @@ def resolve_model_path(name_or_path: str | Path | None = None) -> Path:
 def is_hub_id(name: str) -> bool:
     """Whether ``name`` reads as a Hugging Face Hub id rather than a local path (see :func:`resolve_model_path`).
 
-    Example:
+    Examples:
         >>> is_hub_id("sentence-transformers/all-mpnet-base-v2"), is_hub_id("./models/mine")
         (True, False)
     """

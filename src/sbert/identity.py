@@ -37,7 +37,7 @@ class ModelIdentity:
         pipeline: Pooling mode, layer names (``Dense``, ``Normalize``), output dimension,
             ``max_seq_length``, and the model's prompts and ``include_prompt`` where it has them.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> identity = model_identity(SentenceEncoder.from_pretrained())
         >>> identity.pipeline["pooling"], identity.pipeline["dim"]

@@ -14,7 +14,7 @@ def as_texts(sentences: object) -> list[str]:
             or column names), bytes (integers), a set (no order to return vectors in); ``None`` or a
             number; or an item that is not a string.
 
-    Example:
+    Examples:
         >>> as_texts("one"), as_texts(("a", "b"))
         (['one'], ['a', 'b'])
     """

@@ -22,7 +22,7 @@ DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 class Prompts:
     """A model's named prompts and the one applied by default.
 
-    Example:
+    Examples:
         >>> prompts = Prompts({"query": "query: ", "passage": "passage: "}, default_name="query")
         >>> prompts.resolve(), prompts.resolve("passage"), prompts.resolve(prompt="Q: ")
         ('query: ', 'passage: ', 'Q: ')

@@ -51,7 +51,7 @@ def _keeps_kind(function: Callable[[Tensor, Tensor], Tensor]) -> Similarity:
 def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
     """Cosine similarity of every row of ``a`` with every row of ``b``: (len(a), len(b)).
 
-    Example:
+    Examples:
         >>> cosine_matrix(np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]]))
         array([[1., 0.]], dtype=float32)
         >>> cosine_matrix(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 2.0]]))

@@ -20,7 +20,7 @@ from sbert.similarity import ArrayLike
 def check_dimensions(dimensions: int, full: int, whose: str = "the model's") -> None:
     """``ValueError`` unless ``1 <= dimensions <= full``, naming ``whose`` ``full`` dimensions they are.
 
-    Example:
+    Examples:
         >>> check_dimensions(512, 384)
         Traceback (most recent call last):
         ...
@@ -35,7 +35,7 @@ def check_dimensions(dimensions: int, full: int, whose: str = "the model's") -> 
 def truncate_embeddings(vectors: ArrayLike, dimensions: int | None) -> np.ndarray:
     """The first ``dimensions`` of each vector (n, dim) or (dim,), unit length again; all of them for None.
 
-    Example:
+    Examples:
         >>> truncate_embeddings(np.array([[3.0, 4.0, 12.0]]), 2)
         array([[0.6, 0.8]], dtype=float32)
     """
@@ -58,7 +58,7 @@ class PrefixViews:
         model: Anything with ``encode(sentences, **options)``.
         dim: Its vectors' size (default: ``model.dim``).
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> views = PrefixViews(SentenceEncoder.from_pretrained())
         >>> views.view(64).encode(["A man plays guitar."]).shape

@@ -24,7 +24,7 @@ def nearest(
     """Scores and corpus positions of each query's ``k`` nearest vectors, best first, (queries, k);
     position -1 and score -inf pad a corpus smaller than ``k``.
 
-    Example:
+    Examples:
         >>> scores, ids = nearest(np.eye(2, dtype="float32"), np.eye(2, dtype="float32"), 3)
         >>> ids.tolist()
         [[0, 1, -1], [1, 0, -1]]

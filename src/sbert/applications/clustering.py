@@ -44,7 +44,7 @@ def agglomerative(
     Returns:
         Labels (n,), 0-based, numbered by first appearance.
 
-    Example:
+    Examples:
         >>> vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0]])
         >>> agglomerative(vectors, n_clusters=2).tolist()
         [0, 0, 1]
@@ -82,7 +82,7 @@ def kmeans(
     passes, then labels assigned chunk by chunk, so a memory-mapped ``.npy`` of millions of vectors
     is never loaded whole (memory: one chunk plus the labels).
 
-    Example:
+    Examples:
         >>> vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
         >>> kmeans(vectors, n_clusters=2).tolist()
         [0, 0, 1, 1]
@@ -126,7 +126,7 @@ def community_detection(
     Returns:
         Communities, largest first; each lists its centre first, then members by similarity.
 
-    Example:
+    Examples:
         >>> vectors = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]])
         >>> community_detection(vectors, threshold=0.9, min_community_size=2)
         [[0, 1]]
@@ -170,7 +170,7 @@ def community_detection_in_index(
     Returns:
         Communities of corpus ids (as the index holds them), largest first; centre first.
 
-    Example:
+    Examples:
         >>> from sbert.applications.index import VectorIndex
         >>> vectors = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]], dtype=np.float32)
         >>> community_detection_in_index(VectorIndex.build(vectors, kind="flat"), vectors, 0.9, 2)

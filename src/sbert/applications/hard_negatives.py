@@ -159,7 +159,7 @@ def mine_hard_negatives(
             hold ``num_negatives`` candidates, a cross-encoder without a filter to apply, or
             ``include_positives`` with the triplet format, or ``index`` with ``corpus`` or ``index_kind``.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> pairs = [("A man plays guitar.", "Someone plays an instrument."),
         ...          ("A dog runs in a park.", "An animal is outside."),
@@ -379,7 +379,7 @@ def write_mined(result: MiningResult, path: str | Path, fmt: str = "auto") -> No
     """Write the rows as a training file ``sbert train file`` reads: ``anchor``, ``positive``, then
     ``negative`` (triplet) or ``negative_1`` ... ``negative_k`` (n-tuple); CSV, TSV or JSONL.
 
-    Example:
+    Examples:
         >>> import os, tempfile
         >>> row = MinedRow("a dog", "a puppy", ("a cat", "a car"), 0.9, (0.5, 0.2))
         >>> path = os.path.join(tempfile.mkdtemp(), "mined.tsv")

@@ -56,7 +56,7 @@ def paraphrase_mining(
     Returns:
         :class:`Pair` ``(score, i, j)`` with ``i < j``, by score descending, then ``i``, then ``j``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> vectors = np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1]])
         >>> paraphrase_mining(vectors, top_k=1, max_pairs=1)[0][1:]

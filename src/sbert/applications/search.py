@@ -52,7 +52,7 @@ def semantic_search(
     Raises:
         ValueError: ``top_k`` < 1, an empty corpus, or query and corpus dimensions that differ.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> corpus = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
         >>> semantic_search(np.array([[1.0, 0.1]]), corpus, top_k=2)[0][0].corpus_id

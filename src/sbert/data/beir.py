@@ -80,7 +80,7 @@ def downloaded_beir(name: str, data_dir: str | Path | None = None) -> Path:
     Raises:
         MissingDataError: no data directory, or the set is not in it (the message says how to fetch it).
 
-    Example:
+    Examples:
         >>> downloaded_beir("scifact", "../shared/data")  # doctest: +SKIP
         PosixPath('../shared/data/beir/scifact')
     """

@@ -23,7 +23,7 @@ class BadLines:
     Used as a context manager around the loop over a file's lines; on leaving, a skipping reader logs
     one warning with the count and the first problem.
 
-    Example:
+    Examples:
         >>> with BadLines("scores.txt", skip=True) as bad:
         ...     for number, line in enumerate(["1.0", "x"], start=1):
         ...         if not line[0].isdigit():

@@ -31,7 +31,7 @@ def read_nli_jsonl(path: str | Path, skip_bad_lines: bool = False) -> list[Label
         DataFormatError: invalid JSON, a missing or empty sentence, or a label outside
             entailment / neutral / contradiction (names the file and line); or no pairs at all.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "snli.jsonl")
         >>> _ = open(path, "w").write('{"sentence1": "A man sleeps.", "sentence2": "A man rests.", '
@@ -92,7 +92,7 @@ def nli_triplets(pairs: Sequence[LabeledPair]) -> list[Triplet]:
     Raises:
         ValueError: no premise has both an entailment and a contradiction.
 
-    Example:
+    Examples:
         >>> pairs = [LabeledPair("A man sleeps.", "A man rests.", "entailment"),
         ...          LabeledPair("A man sleeps.", "A man runs.", "contradiction")]
         >>> nli_triplets(pairs)

@@ -23,7 +23,7 @@ class MissingDataError(FileNotFoundError):
 def default_data_dir() -> Path:
     """The user data folder: ``$XDG_DATA_HOME/sbert/data``, else ``~/.local/share/sbert/data``.
 
-    Example:
+    Examples:
         >>> default_data_dir().parts[-2:]
         ('sbert', 'data')
     """

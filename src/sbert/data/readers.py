@@ -18,7 +18,7 @@ __all__ = ["DataFormatError", "parse_score", "read_snli_senteval", "read_stsb"]
 def parse_score(text: str, low: float, high: float) -> float:
     """A gold score in ``[low, high]``; ``ValueError`` says what is wrong with it.
 
-    Example:
+    Examples:
         >>> parse_score("4.20", 0, 5)
         4.2
     """

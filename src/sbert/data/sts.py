@@ -44,9 +44,9 @@ def read_sts(
     Returns:
         ``{subset: pairs}`` in SentEval's subset order; pool them for the "all" score.
 
-    Example:
-        >>> subsets = read_sts("STS16", "../shared/data")  # doctest: +SKIP
-        >>> sum(len(pairs) for pairs in subsets.values())  # doctest: +SKIP
+    Examples:
+        >>> subsets = read_sts("STS16", "../shared/data")
+        >>> sum(len(pairs) for pairs in subsets.values())
         1186
     """
     if name not in STS_SUBSETS:
@@ -111,8 +111,8 @@ def read_sick(
     The files have a header line and five tab-separated fields: pair_ID, sentence_A, sentence_B,
     relatedness_score, entailment_judgment.
 
-    Example:
-        >>> len(read_sick("test", "../shared/data"))  # doctest: +SKIP
+    Examples:
+        >>> len(read_sick("test", "../shared/data"))
         4927
     """
     if split not in SICK_SPLITS:

@@ -50,7 +50,7 @@ def read_texts(
 ) -> list[str]:
     """Sentences from ``source`` (``"-"`` is standard input) as a list; see :func:`iter_texts`.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "s.txt")
         >>> _ = open(path, "w").write("one\\n\\nthree\\n")

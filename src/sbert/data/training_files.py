@@ -38,7 +38,7 @@ def read_scored_pairs(
         DataFormatError: a missing or empty sentence, a score that is not a number or is out of range
             (names the file and line), or an empty file.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "pairs.csv")
         >>> _ = open(path, "w").write("sentence1,sentence2,score\\nA man sleeps.,A man rests.,4.5\\n")
@@ -69,7 +69,7 @@ def read_labeled_pairs(
 ) -> list[LabeledPair]:
     """Pairs with a class ``label``; with ``labels`` given, any other label is an error.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "pairs.jsonl")
         >>> _ = open(path, "w").write('{"sentence1": "a", "sentence2": "b", "label": "neutral"}\\n')
@@ -93,7 +93,7 @@ def read_labeled_pairs(
 def read_triplets(path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False) -> list[Triplet]:
     """Triplets with ``anchor``, ``positive`` and ``negative`` columns.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "triplets.tsv")
         >>> _ = open(path, "w").write("anchor\\tpositive\\tnegative\\na\\tb\\tc\\n")
@@ -121,7 +121,7 @@ def read_negatives_tuples(
         DataFormatError: a missing or empty text, or a row with another number of negatives than the
             first (names the file and line).
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "mined.tsv")
         >>> _ = open(path, "w").write("anchor\\tpositive\\tnegative_1\\tnegative_2\\na\\tb\\tc\\td\\n")
@@ -167,7 +167,7 @@ def read_anchor_positive_pairs(
     """(anchor, positive) pairs from ``anchor``/``positive`` or ``sentence1``/``sentence2`` columns
     (other columns, such as a label or negatives, are ignored): the input of hard-negative mining.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "pairs.csv")
         >>> _ = open(path, "w").write("sentence1,sentence2,label\\nA man sleeps.,A man rests.,entailment\\n")
@@ -228,7 +228,7 @@ def write_training_file(
     Raises:
         ValueError: a TSV text holding a tab or a line break (TSV has no quoting: use CSV or JSONL).
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> path = os.path.join(tempfile.mkdtemp(), "triplets.jsonl")
         >>> write_training_file(path, ["anchor", "positive", "negative"], [["a", "b", "c"]])

@@ -33,9 +33,9 @@ def read_binary_task(
     Blank lines (CR and MPQA have a few) are skipped, or with ``keep_blank_lines`` kept as empty
     sentences, as SentEval keeps them.
 
-    Example:
-        >>> data = read_binary_task("MR", "../shared/data")  # doctest: +SKIP
-        >>> len(data), data[0].label  # doctest: +SKIP
+    Examples:
+        >>> data = read_binary_task("MR", "../shared/data")
+        >>> len(data), data[0].label
         (10662, 'positive')
     """
     if task not in BINARY_TASK_FILES:

@@ -42,7 +42,7 @@ class AveragedGloVe:
         vocabulary: Word → row of ``vectors``.
         name: For display.
 
-    Example:
+    Examples:
         >>> glove = AveragedGloVe(np.eye(3, dtype=np.float32), {"a": 0, "cat": 1, "dog": 2})
         >>> glove.encode(["A cat.", "Dog"]).tolist()
         [[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]
@@ -77,7 +77,7 @@ class AveragedGloVe:
     def tokenize(self, text: str) -> list[str]:
         """GloVe-style lower-cased tokens; a word GloVe lacks is split at its hyphens, dots, slashes.
 
-        Example:
+        Examples:
             >>> glove = AveragedGloVe(np.zeros((3, 1)), {"e-mail": 0, "n't": 1, "'s": 2})
             >>> glove.tokenize("Don't e-mail Bob's cat-dog!")
             ['do', "n't", 'e-mail', 'bob', "'s", 'cat', 'dog', '!']
@@ -107,7 +107,7 @@ def token_average_encoder(model: SentenceEncoder) -> SentenceEncoder:
 
     Shares the network's weights with ``model`` (no copy).
 
-    Example:
+    Examples:
         >>> average = token_average_encoder(SentenceEncoder.from_pretrained())
         >>> average.encode(["A man plays guitar."]).shape
         (1, 384)
@@ -118,7 +118,7 @@ def token_average_encoder(model: SentenceEncoder) -> SentenceEncoder:
 def cls_encoder(model: SentenceEncoder) -> SentenceEncoder:
     """``model``'s network with its first token's ([CLS]) last-layer vector and nothing after.
 
-    Example:
+    Examples:
         >>> cls_encoder(SentenceEncoder.from_pretrained()).encode(["A man plays guitar."]).shape
         (1, 384)
     """
@@ -140,7 +140,7 @@ class SharedNetworkPass:
     vectors are kept. :meth:`view` gives an encoder for each; its vectors equal the separate
     encoder's (a sentence's vector does not depend on its batch, to 1e-5).
 
-    Example:
+    Examples:
         >>> shared = SharedNetworkPass(SentenceEncoder.from_pretrained())
         >>> model, cls = shared.view("model"), shared.view("cls")
         >>> model.encode(["A man plays guitar."]).shape, cls.encode(["A man plays guitar."]).shape

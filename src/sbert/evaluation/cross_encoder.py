@@ -15,7 +15,7 @@ from sbert.evaluation.similarity import correlation
 class CrossEncoderEvaluator:
     """Score a regression cross-encoder on pairs with gold scores (the paper's BERT-STSb baseline).
 
-    Example:
+    Examples:
         >>> from sbert.cross_encoder import CrossEncoder
         >>> from sbert.data import ScoredPair
         >>> pairs = [ScoredPair("A dog runs.", "A dog is running.", 4.8), ScoredPair("A cat.", "Markets fell.", 0.1),

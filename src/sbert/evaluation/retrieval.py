@@ -32,7 +32,7 @@ def ranked(scores: Mapping[str, float]) -> list[str]:
 def query_metrics(scores: Mapping[str, float], relevant: Mapping[str, int]) -> dict[str, float]:
     """The metrics of one query's results (``scores``) against its judgements (grades > 0 count).
 
-    Example:
+    Examples:
         >>> query_metrics({"a": 0.9, "b": 0.8, "c": 0.1}, {"b": 1})["mrr@10"]
         0.5
     """
@@ -201,9 +201,12 @@ def evaluate_retrieval(
         index_kind: ``None`` for exact search, else a kind of :class:`~sbert.applications.index.VectorIndex`
             (``flat``, ``hnsw``, ``ivf``, ``ivfpq``, ``binary``, ...), built over the corpus vectors.
         top_k: Results kept per query (at least 100 for MAP@100 and Recall@100).
-        query_prompt_name, document_prompt_name: Other prompts than the model's query and document ones.
+        query_prompt_name: Another prompt than the model's query one.
+        document_prompt_name: Another prompt than the model's document one.
 
-    Example:
+    Not run by the tests here: docs/guides/evaluation.md runs the same evaluation.
+
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data.beir import proxy_set
         >>> result = evaluate_retrieval(SentenceEncoder.from_pretrained(), proxy_set("stsb-proxy"))  # doctest: +SKIP

@@ -107,7 +107,7 @@ class TransferResult:
 def fit_classifier(features: np.ndarray, labels: np.ndarray, settings: TransferSettings) -> Pipeline:
     """Standardise, then logistic regression with ``C`` chosen by inner cross-validation on these data.
 
-    Example:
+    Examples:
         >>> x = np.array([[0.0], [0.1], [0.2], [1.0], [1.1], [1.2]])
         >>> y = np.array([0, 0, 0, 1, 1, 1])
         >>> fit_classifier(x, y, TransferSettings(inner_folds=3)).predict([[0.05], [1.05]]).tolist()
@@ -361,7 +361,10 @@ def evaluate_transfer(
         ``{task: {"accuracy", "n_train", "n_test", "protocol", "seconds", ...}}``, scores × 100, with
         ``chosen_l2`` and ``dev_accuracy`` (``senteval``) or ``chosen_c`` (``fast``), and MRPC's ``f1``.
 
-    Example:
+    Not run by the tests: TREC's cross-validated fits take about 20 s on 2 cores
+    (tests/integration/test_senteval_protocol.py runs the protocol).
+
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained(precision="float32")  # doctest: +SKIP
         >>> results = evaluate_transfer(model, "../shared/data", ["TREC"])  # doctest: +SKIP

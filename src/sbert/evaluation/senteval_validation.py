@@ -97,7 +97,7 @@ def _fit_final(
 def inner_kfold(x: np.ndarray, y: np.ndarray, classes: int, settings: SentEvalSettings) -> ValidationResult:
     """SentEval's ``InnerKFoldClassifier``: nested cross-validation over one labelled set.
 
-    Example:
+    Examples:
         >>> x = np.repeat(np.eye(2, dtype=np.float32), 30, axis=0)
         >>> quick = SentEvalSettings(folds=3, classifier=ClassifierSettings(learning_rate=0.05))
         >>> inner_kfold(x, np.repeat([0, 1], 30), 2, quick).accuracy

@@ -26,7 +26,7 @@ class SimilarityEvaluator:
     Manhattan, dot) it reports Spearman and Pearson correlation × 100; ``primary_metric``
     (``spearman_cosine``, the paper's figure) is what training keeps the best model by.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import ScoredPair
         >>> pairs = [ScoredPair("A man plays guitar.", "A man plays music.", 4.2),

@@ -61,7 +61,7 @@ def check_sets(sets: Sequence[str] | None) -> list[str]:
 class PrecomputedEncoder:
     """Serves vectors computed once, so that every set's evaluator reuses the same encodings.
 
-    Example:
+    Examples:
         >>> cache = PrecomputedEncoder(["a", "b"], np.eye(2, dtype=np.float32))
         >>> cache.encode(["b", "a"]).tolist()
         [[0.0, 1.0], [1.0, 0.0]]
@@ -107,7 +107,10 @@ def evaluate_sts(
         "weighted_mean": metrics}}``; metrics are ``spearman_cosine``, ``pearson_cosine``, ... (× 100)
         and ``pairs``. STSb and SICK-R have one subset, so only ``all``.
 
-    Example:
+    Not run by the tests: it encodes 2,758 sentences in float32 (tests/integration/test_evaluation.py
+    checks the figure).
+
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained(precision="float32")  # doctest: +SKIP
         >>> results = evaluate_sts(model, "../shared/data", sets=["STSb"])  # doctest: +SKIP
@@ -132,7 +135,7 @@ def evaluate_sts(
 def subset_averages(scores: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
     """SentEval's two summaries of per-subset metrics: the plain and the pair-weighted mean.
 
-    Example:
+    Examples:
         >>> averages = subset_averages([{"spearman_cosine": 80.0, "pairs": 300}, {"spearman_cosine": 60.0, "pairs": 100}])
         >>> averages["subset_mean"]["spearman_cosine"], averages["weighted_mean"]["spearman_cosine"]
         (70.0, 75.0)

@@ -28,7 +28,7 @@ class CpuCapabilities:
         int8: int8 dot products (AVX512-VNNI, AVX-VNNI, AMX): what calibrated int8 needs to pay.
         name: A label for messages and reports.
 
-    Example:
+    Examples:
         >>> CpuCapabilities.detect("/no/such/file").name
         'unknown CPU'
         >>> AVX2_ONLY.bf16, AVX2_ONLY.int8

@@ -51,7 +51,7 @@ class FastBert:
         model: A Hugging Face ``BertModel`` (see :func:`supports`).
         dtype: The dtype of the matrix products, normally ``torch.bfloat16``.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> encoder = SentenceEncoder.from_pretrained()
         >>> fast = FastBert(encoder.transformer.model, torch.bfloat16)

@@ -43,7 +43,7 @@ _VERSIONED = ("sbert", "openvino", "nncf", "torch", "transformers")
 def cache_dir() -> Path | None:
     """The cache folder, or ``None`` when ``SBERT_CACHE_DIR=off``.
 
-    Example:
+    Examples:
         >>> folder = cache_dir()  # e.g. PosixPath('/home/me/.cache/sbert')
     """
     configured = os.environ.get(CACHE_ENV)

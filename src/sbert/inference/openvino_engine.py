@@ -125,7 +125,7 @@ class OpenVinoEngine:
         native_bf16: Whether the CPU multiplies bf16 natively, so bf16 and mixed keep their bf16
             parts (default: this machine's, :func:`~sbert.inference.cpu.this_cpu`).
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> encoder = SentenceEncoder.from_pretrained()
         >>> engine = OpenVinoEngine(encoder.transformer, encoder.pooling, "bfloat16")

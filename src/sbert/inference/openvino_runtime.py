@@ -40,7 +40,7 @@ def telemetry_wanted() -> bool:
 def import_openvino(with_nncf: bool = False) -> ModuleType:
     """``openvino`` (and ``nncf`` first, when asked), imported with telemetry off unless chosen.
 
-    Example:
+    Examples:
         >>> ov = import_openvino()
         >>> ov.Core is not None
         True
@@ -73,7 +73,7 @@ def host_logging_kept(quiet: Sequence[str] = ()) -> Iterator[None]:
     block raises. The loggers named in ``quiet`` are set to ERROR inside the block and get their
     own level back after it.
 
-    Example:
+    Examples:
         >>> before = logging.getLogger().level
         >>> with host_logging_kept(quiet=["transformers"]):
         ...     logging.getLogger().setLevel(logging.ERROR)

@@ -103,7 +103,7 @@ def packed_passes(
         ``passes[p][r]``: the sentences of row ``r`` of pass ``p``, in row order. Every index
         appears exactly once.
 
-    Example:
+    Examples:
         >>> packed_passes([10, 3, 6, 4], streams=2)
         [[[0, 1]], [[2, 3]]]
     """

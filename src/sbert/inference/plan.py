@@ -40,7 +40,7 @@ class EnginePlan:
         packs: Whether ``encode(pack=True)`` packs rows (:mod:`sbert.inference.packing`).
         fallbacks: Why the precision or backend differ from what was asked for, one line each.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from sbert.inference.cpu import AVX2_ONLY
         >>> plan = make_plan("int8", "torch", torch.device("cpu"), AVX2_ONLY)

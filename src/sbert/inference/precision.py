@@ -35,7 +35,7 @@ def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
 
     Without it PyTorch emulates bf16, which is slower than float32, so ``auto`` must not pick it.
 
-    Example:
+    Examples:
         >>> isinstance(cpu_has_native_bf16(), bool)
         True
     """
@@ -76,7 +76,7 @@ def resolve_precision(
         backend: The backend asked for (``auto``, ``torch``, ``openvino``).
         cpu: The CPU's capabilities (default: this machine's, :func:`~sbert.inference.cpu.this_cpu`).
 
-    Example:
+    Examples:
         >>> import torch
         >>> resolve_precision("float32", torch.device("cpu"))
         'float32'

@@ -52,7 +52,7 @@ class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         scale: Inverse temperature of the softmax (20).
         mini_batch_size: Sentences embedded at once; memory grows with it, the result does not change.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import Triplet
         >>> loss = CachedMultipleNegativesRankingLoss(SentenceEncoder.from_pretrained(), mini_batch_size=2)

@@ -26,7 +26,7 @@ class CoSENTLoss(SentenceLoss):
         model: The shared encoder.
         scale: Multiplier of the cosine differences (20, as the CoSENT paper).
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import ScoredPair
         >>> loss = CoSENTLoss(SentenceEncoder.from_pretrained())

@@ -26,7 +26,7 @@ class CosineMSELoss(SentenceLoss):
     Raises:
         ValueError: (in ``forward``) a score outside ``score_range``, naming the example's index.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import ScoredPair
         >>> loss = CosineMSELoss(SentenceEncoder.from_pretrained(), score_range=(0.0, 5.0))

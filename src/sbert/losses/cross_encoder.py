@@ -23,7 +23,7 @@ class CrossEncoderLoss(nn.Module):
         model: The cross-encoder; the trainer saves it.
         score_range: Gold scores' range, mapped to [0, 1] (STSb: 0-5).
 
-    Example:
+    Examples:
         >>> from sbert.cross_encoder import CrossEncoder
         >>> from sbert.data import ScoredPair
         >>> loss = CrossEncoderLoss(CrossEncoder.from_pretrained(num_labels=1))

@@ -29,7 +29,7 @@ class MatryoshkaLoss(SentenceLoss):
             :data:`DEFAULT_DIMENSIONS` that fit, and the full size).
         weights: One weight a dimension (default 1 each).
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.losses import MultipleNegativesRankingLoss
         >>> loss = MatryoshkaLoss(MultipleNegativesRankingLoss(SentenceEncoder.from_pretrained()), (384, 128, 64))

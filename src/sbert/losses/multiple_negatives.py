@@ -28,7 +28,7 @@ class MultipleNegativesRankingLoss(SentenceLoss):
         model: The shared encoder.
         scale: Inverse temperature of the softmax (20, as sentence-transformers).
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import Triplet
         >>> loss = MultipleNegativesRankingLoss(SentenceEncoder.from_pretrained())

@@ -31,7 +31,7 @@ class SoftmaxLoss(SentenceLoss):
         ValueError: an unknown concatenation part, or (in ``forward``) a label outside ``labels``,
             naming the example's index in the batch.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import LabeledPair
         >>> loss = SoftmaxLoss(SentenceEncoder.from_pretrained())

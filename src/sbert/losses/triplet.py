@@ -45,7 +45,7 @@ class TripletLoss(SentenceLoss):
         distance: ``euclidean`` (the paper's), ``manhattan`` or ``cosine`` (1 − cos).
         margin: ε; the paper uses 1 with Euclidean distance.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import Triplet
         >>> loss = TripletLoss(SentenceEncoder.from_pretrained())

@@ -24,7 +24,7 @@ class Dense(nn.Module):
         bias: Whether the linear layer has a bias.
         activation: Full class path of the activation, one of ``ACTIVATIONS`` (default Tanh).
 
-    Example:
+    Examples:
         >>> import torch
         >>> dense = Dense(384, 128)
         >>> dense(torch.zeros(2, 384)).shape

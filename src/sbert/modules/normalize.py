@@ -9,7 +9,7 @@ from torch import Tensor, nn
 class Normalize(nn.Module):
     """L2-normalise sentence vectors, as sentence-transformers' ``Normalize`` module does.
 
-    Example:
+    Examples:
         >>> import torch
         >>> Normalize()(torch.tensor([[3.0, 4.0]]))
         tensor([[0.6000, 0.8000]])

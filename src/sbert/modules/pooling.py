@@ -30,7 +30,7 @@ class Pooling(nn.Module):
         include_prompt: Whether a prompt's tokens are pooled too. ``False``: the first
             ``prompt_length`` real tokens are left out (sentence-transformers' ``include_prompt``).
 
-    Example:
+    Examples:
         >>> import torch
         >>> pool = Pooling(dim=2, mode="mean")
         >>> tokens = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [9.0, 9.0]]])  # (batch, seq, dim)

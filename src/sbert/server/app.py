@@ -64,7 +64,10 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     FastAPI's per-request machinery cost about 0.2 ms of CPU, a tenth of a 2-core machine at 1000
     requests/s.
 
-    Example:
+    Not run by the tests: ``service`` is a loaded model service and ``uvicorn.run`` serves until
+    stopped (tests/server runs a real server process).
+
+    Examples:
         >>> app = create_app(service, api_key="secret")  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """

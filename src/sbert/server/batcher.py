@@ -131,7 +131,9 @@ class Batcher:
             of ``max_batch_size``. Where the model packs (``encode(pack=True)``: BERT on OpenVINO,
             float32 or bf16) rows are packed instead.
 
-    Example:
+    Not run by the tests: it starts the worker thread (tests/server/test_batcher.py drives it).
+
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> batcher = Batcher(SentenceEncoder.from_pretrained())  # doctest: +SKIP
         >>> batcher.start()  # doctest: +SKIP

@@ -16,7 +16,7 @@ TOKEN_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536)
 class Metrics:
     """Requests by endpoint and status (errors are the 4xx and 5xx), latency, batches, queue depth.
 
-    Example:
+    Examples:
         >>> metrics = Metrics(queue_depth=lambda: 0)
         >>> metrics.request("/health", 200, 0.001)
         >>> b'sbert_requests_total{endpoint="/health",status="200"} 1.0' in metrics.exposition()

@@ -13,7 +13,7 @@ from sbert.server.batcher import InputTooLong
 def cosine_scores(query: np.ndarray, others: np.ndarray) -> list[float]:
     """Cosine similarity of ``query`` (dim,) to each row of ``others`` (n, dim).
 
-    Example:
+    Examples:
         >>> cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]]))
         [1.0, 0.0]
     """
@@ -44,7 +44,7 @@ def cross_encoder_scores(
 def ranked(scores: Sequence[float], top_n: int | None = None) -> list[tuple[int, float]]:
     """``(index, score)`` best first, ties in input order, the first ``top_n``.
 
-    Example:
+    Examples:
         >>> ranked([0.2, 0.9, 0.2], top_n=2)
         [(1, 0.9), (0, 0.2)]
     """

@@ -116,7 +116,7 @@ def distill_table(
 ) -> tuple[StaticEncoder, Projection]:
     """A static model from ``teacher`` without any text, and the PCA that maps teacher vectors to it.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> static, _ = distill_table(SentenceEncoder.from_pretrained(), dimensions=64, show_progress_bar=False)
         >>> static.encode(["A man plays a guitar."]).shape

@@ -47,7 +47,7 @@ class StaticEncoder(SentenceEncoder):
         normalize: End with a Normalize layer (unit-length vectors), as a saved model may.
         name: What the model was loaded from, for display.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from tokenizers import Tokenizer
         >>> from tokenizers.models import WordLevel

@@ -50,7 +50,7 @@ def distill_static(
         ModelLoadError: the teacher cannot be loaded.
         ValueError: dimensions out of range, or a corpus file that is empty or not UTF-8 (named).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> model = distill_static(None, tempfile.mkdtemp() + "/static", dimensions=32, show_progress_bar=False)
         >>> model.encode(["A man plays a guitar."]).shape

@@ -73,11 +73,13 @@ def encode_corpus(
         source: A file (text lines, JSONL, CSV/TSV, Parquet), a URI pyarrow opens, ``"-"`` for
             standard input, or (local engine) an iterable of strings.
         output: The store directory (local or a pyarrow URI).
-        fmt, column, id_column: Input format, text field and optional integer id field
-            (see :func:`sbert.data.texts.iter_texts`). Without ``id_column`` the id is the row number.
+        fmt: Input format (see :func:`sbert.data.texts.iter_texts`).
+        column: The text field.
+        id_column: An optional integer id field; without it the id is the row number.
         shard_size: Rows per Parquet shard.
         chunk_rows: Rows encoded together; smart batching sorts by length inside each chunk.
-        batch_size, max_tokens: As in :meth:`~sbert.SentenceEncoder.encode`.
+        batch_size: As in :meth:`~sbert.SentenceEncoder.encode`.
+        max_tokens: As in :meth:`~sbert.SentenceEncoder.encode`.
         normalize: Store unit-length vectors.
         dtype: ``float32``, ``float16`` or ``int8`` (per-dimension ranges calibrated on the first
             chunk, stored in the manifest and used for every shard).
@@ -85,14 +87,17 @@ def encode_corpus(
         skip_bad_lines: Skip malformed input lines (counted in the manifest) instead of stopping.
         show_progress: Rows, rows/s and time left on stderr (default: on).
         engine: ``local`` or ``ray`` (Ray Data; ``address`` of a cluster, ``workers`` actors).
-        prompt_name, prompt: As in :meth:`~sbert.SentenceEncoder.encode` (default: the model's
-            default prompt). The text put before each sentence is recorded in the manifest, and a
-            run with another prompt cannot continue the store.
+        prompt_name: As in :meth:`~sbert.SentenceEncoder.encode` (default: the model's default prompt).
+        prompt: As in :meth:`~sbert.SentenceEncoder.encode`. The text put before each sentence is
+            recorded in the manifest, and a run with another prompt cannot continue the store.
 
     Returns:
         The finished store.
 
-    Example:
+    Not run by the tests: it shows a 1,000,000-line corpus and a ``model`` of yours
+    (docs/guides/corpus-stores.md runs ``encode_corpus`` end to end).
+
+    Examples:
         >>> store = encode_corpus(model, "corpus.txt", "vectors/", dtype="int8")   # doctest: +SKIP
         >>> len(store), store.dtype                                                # doctest: +SKIP
         (1000000, 'int8')

@@ -152,7 +152,7 @@ def resolve_location(
 ) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem and path for a local path or a URI (``s3://``, ``gs://``, ``hdfs://``...).
 
-    Example:
+    Examples:
         >>> resolve_location("/tmp/store")[1]
         '/tmp/store'
     """

@@ -24,7 +24,9 @@ _READ_CPUS = 0.25  # reading and splitting lines is light next to encoding
 class EncoderActor:
     """One Ray actor: loads the model once, then embeds batches of texts.
 
-    Example:
+    Not run by the tests here: tests/store/test_ray_engine.py runs the actor.
+
+    Examples:
         >>> actor = EncoderActor({"name_or_path": None, "precision": "float32"}, "", {}, 2)  # doctest: +SKIP
         >>> actor({"text": np.array(["a dog"])})["embedding"].shape                     # doctest: +SKIP
         (1, 384)

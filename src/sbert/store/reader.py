@@ -49,7 +49,10 @@ class StoreBatch:
 class EmbeddingStore:
     """A finished embedding store, read without loading it whole.
 
-    Example:
+    Not run by the tests: it shows a 1,000,000-row store and an ``index`` of yours
+    (docs/guides/corpus-stores.md runs a store end to end).
+
+    Examples:
         >>> store = EmbeddingStore.open("vectors/")                   # doctest: +SKIP
         >>> len(store), store.dim, store.dtype                        # doctest: +SKIP
         (1000000, 384, 'float32')

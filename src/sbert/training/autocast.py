@@ -15,7 +15,7 @@ logger = logging.getLogger("sbert")
 def training_autocast(module: nn.Module, bf16: bool) -> AbstractContextManager[Any]:
     """bf16 autocast on ``module``'s device when asked and supported; a no-op context otherwise.
 
-    Example:
+    Examples:
         >>> isinstance(training_autocast(nn.Linear(1, 1), bf16=False), nullcontext)
         True
     """

@@ -22,9 +22,9 @@ def epoch_batches(
     batches, and the batches of all chunks are shuffled: batches hold similar lengths (little padding)
     while their order, and which examples meet in a chunk, stay random.
 
-    Example:
+    Examples:
         >>> [b.tolist() for b in epoch_batches([5, 1, 5, 1], 4, batch_size=2, seed=0, epoch=0)]
-        [[3, 1], [2, 0]]
+        [[1, 3], [2, 0]]
     """
     if count < 1:
         raise ValueError("no training examples")
@@ -45,7 +45,7 @@ def epoch_batches(
 def batches_per_epoch(count: int, batch_size: int, min_batch: int = 1) -> int:
     """Optimiser steps in one epoch: the last batch may be smaller, and counts if it has ``min_batch`` examples.
 
-    Example:
+    Examples:
         >>> batches_per_epoch(10, 4), batches_per_epoch(9, 4, min_batch=2)
         (3, 2)
     """

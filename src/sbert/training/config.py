@@ -32,7 +32,7 @@ class TrainingConfig:
         keep_checkpoint: Keep the last checkpoint once training completes (default: remove it).
         show_progress_bar: A tqdm bar with the running loss and the ETA.
 
-    Example:
+    Examples:
         >>> TrainingConfig(epochs=4).learning_rate
         2e-05
     """

@@ -44,7 +44,7 @@ class DistributedError(RuntimeError):
 class Distributed:
     """This process's place in a distributed run.
 
-    Example:
+    Examples:
         >>> Distributed(rank=1, world_size=4).label
         'rank 1 of 4'
     """
@@ -164,7 +164,7 @@ def check_batching(examples: int, batch_size: int, world_size: int) -> None:
 def rank_share(batch: np.ndarray, rank: int, world_size: int) -> np.ndarray:
     """Rank ``rank``'s contiguous share of a global batch; shares differ in size by at most one.
 
-    Example:
+    Examples:
         >>> [rank_share(np.arange(5), r, 2).tolist() for r in range(2)]
         [[0, 1, 2], [3, 4]]
     """
@@ -179,7 +179,7 @@ def loss_weights(share: int, batch: int, world_size: int, replicated: bool) -> t
     process on the whole batch. A ``replicated`` loss (computed from gathered embeddings) is already
     the whole batch's on every rank; any other is its share's mean, weighted by the share's size.
 
-    Example:
+    Examples:
         >>> loss_weights(3, 5, 2, replicated=False), loss_weights(3, 5, 2, replicated=True)
         ((0.6, 1.2), (0.5, 2.0))
     """
@@ -240,7 +240,7 @@ class _GatherWithGrad(torch.autograd.Function):
 def gather_with_grad(local: Tensor) -> Tensor:
     """Concatenate every rank's ``local`` in rank order; ``local`` itself outside a distributed run.
 
-    Example:
+    Examples:
         >>> gather_with_grad(torch.ones(2, 3)).shape  # one process: unchanged
         torch.Size([2, 3])
     """

@@ -33,7 +33,7 @@ class TrainingDivergedError(RuntimeError):
 def weight_norm(module: nn.Module) -> float:
     """L2 norm of all trainable weights of ``module`` together (``inf`` or ``nan`` when one is not finite).
 
-    Example:
+    Examples:
         >>> weight_norm(nn.Linear(2, 2, bias=False).requires_grad_(False))
         0.0
     """
@@ -44,7 +44,7 @@ def weight_norm(module: nn.Module) -> float:
 def weights_problem(norm: float, start_norm: float) -> str | None:
     """What is wrong with weights of norm ``norm`` that started at ``start_norm``, or ``None``.
 
-    Example:
+    Examples:
         >>> weights_problem(12.0, 10.0) is None
         True
         >>> weights_problem(1e9, 10.0)

@@ -15,7 +15,7 @@ logger = logging.getLogger("sbert")
 class TrainingLog:
     """Append-only JSONL log; ``truncate(size)`` drops what a killed run wrote after its checkpoint.
 
-    Example:
+    Examples:
         >>> import tempfile, os
         >>> log = TrainingLog(os.path.join(tempfile.mkdtemp(), "log.jsonl"))
         >>> log.write({"step": 1, "loss": 0.5})

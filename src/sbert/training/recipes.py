@@ -74,7 +74,7 @@ RECIPE_EPOCHS: dict[str, int] = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1, "
 class RecipeConfig:
     """One training run: the recipe, where it goes, and every setting (the CLI's flags, by name).
 
-    Example:
+    Examples:
         >>> RecipeConfig("stsb", "out", max_pairs=64).stage_epochs("stsb")
         4
     """

@@ -38,7 +38,7 @@ class WarmupLinear:
 
     A class rather than a lambda so that the schedule is plain data (the checkpoint stores it as JSON).
 
-    Example:
+    Examples:
         >>> schedule = WarmupLinear(warmup=2, total=6)
         >>> [schedule(step) for step in range(7)]
         [0.0, 0.5, 1.0, 0.75, 0.5, 0.25, 0.0]

@@ -11,7 +11,7 @@ import torch
 def seed_everything(seed: int) -> None:
     """Seed Python's, NumPy's and torch's generators (CPU and CUDA).
 
-    Example:
+    Examples:
         >>> seed_everything(1); a = torch.rand(1); seed_everything(1)
         >>> bool(torch.equal(a, torch.rand(1)))
         True

@@ -95,7 +95,7 @@ class Trainer:
         metric: The key of the evaluator's dict to select by (default ``evaluator.primary_metric``).
         callbacks: Called with the :class:`TrainerState` after every step.
 
-    Example:
+    Examples:
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import read_stsb
         >>> from sbert.evaluation import SimilarityEvaluator

@@ -176,7 +176,10 @@ def build_index(
         source: The vectors (:class:`ArraySource`, :class:`StoreSource`).
         output: The index directory; replaced atomically once the new one is complete.
         kind: An index kind or ``"auto"`` (by size and ``max_memory``; the reason is in ``choice``).
-        metric, params, identity, rescore: As for :class:`VectorIndex`.
+        metric: As for :class:`VectorIndex`.
+        params: As for :class:`VectorIndex`.
+        identity: As for :class:`VectorIndex`.
+        rescore: As for :class:`VectorIndex`.
         max_memory: Bytes the index may take when served (``kind="auto"`` only).
         store_path: The store the texts are looked up in (recorded as an absolute path).
         batch_rows: Vectors added per step.

@@ -51,7 +51,7 @@ def default_params(kind: str, count: int = 0, dim: int = 384) -> dict[str, int]:
     divisor of dim), ``nprobe`` 128 and ``rescore_multiplier`` 80. Other compressed kinds:
     ``rescore_multiplier`` 4 (candidates = 4 × top_k).
 
-    Example:
+    Examples:
         >>> default_params("ivfpq", 1_000_000, 384)["pq_m"]
         96
     """
@@ -79,7 +79,7 @@ def memory_bytes(kind: str, count: int, dim: int, params: dict[str, int] | None 
     ``ivfpq`` pq_m/2 + 16. Overhead: the process (:data:`BASE_BYTES`) plus IVF centroids and PQ
     codebooks. The rescoring file stays on disk (its pages are read per query, not kept).
 
-    Example:
+    Examples:
         >>> round(memory_bytes("ivfpq", 40_000_000, 384) / 2**30, 2)  # GiB at 40M
         2.79
     """
@@ -113,7 +113,7 @@ def choose_kind(count: int, dim: int = 384, max_memory: int | None = None) -> Ch
     Raises:
         ValueError: no kind fits ``max_memory``; the message gives the smallest requirement.
 
-    Example:
+    Examples:
         >>> choose_kind(1_000).kind, choose_kind(1_000_000).kind, choose_kind(10_000_000).kind
         ('flat', 'hnsw', 'ivfpq')
         >>> choose_kind(1_000_000, max_memory=1 << 30).kind
@@ -142,7 +142,7 @@ def choose_kind(count: int, dim: int = 384, max_memory: int | None = None) -> Ch
 def parse_bytes(text: str) -> int:
     """``"8G"``, ``"512M"``, ``"1.5GB"`` or a plain byte count → bytes (binary units).
 
-    Example:
+    Examples:
         >>> parse_bytes("8G"), parse_bytes("512m")
         (8589934592, 536870912)
     """

@@ -27,7 +27,7 @@ def recall_at_k(
         exact: Exact results per query (from :func:`semantic_search`), if already computed.
         corpus_embeddings: Otherwise the corpus, searched exactly here; default: the index's own vectors.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> vectors = np.random.default_rng(0).normal(size=(200, 8)).astype("float32")
         >>> recall_at_k(VectorIndex.build(vectors, kind="flat"), vectors[:5], k=3)

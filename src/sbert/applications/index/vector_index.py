@@ -60,7 +60,7 @@ class VectorIndex:
     vector (``build(dimensions=...)``, ``sbert index build --dimensions``); :meth:`query_vectors` cuts
     the model's query vectors the same way.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> vectors = np.random.default_rng(0).normal(size=(100, 8)).astype("float32")
         >>> index = VectorIndex.build(vectors, kind="flat", model_name="demo")

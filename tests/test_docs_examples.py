@@ -1,0 +1,281 @@
+"""Every example in the documentation runs, so the documentation cannot drift from the code.
+
+- the ``>>>`` examples of every module in ``src/sbert`` (doctest, one test per module);
+- the ```` ```python ```` blocks of ``README.md`` and of every page in ``docs/``: the blocks of a
+  page run in order in one namespace, in a fresh directory holding a few sample files, with the
+  shared data folder at ``../shared/data`` as the pages write it;
+- the ```` ```bash ```` blocks of the same pages: every ``sbert`` command in them is parsed by
+  :func:`sbert.cli.build_parser` (a renamed or removed flag fails here), and the blocks marked
+  ``<!-- example: run -->`` are run with bash, in page order between the Python blocks.
+
+A block that cannot run here is marked ``<!-- example: skip (reason) -->`` on the line above it:
+the reason is required and the test reports it. ``python tests/test_docs_examples.py`` prints the
+counts.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import io
+import os
+import pkgutil
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import sbert
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+MARKER = re.compile(r"^<!-- example: (run|skip)(?: \((.+)\))? -->$")
+FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
+
+SAMPLE_FILES = {
+    "sentences.txt": "A man is playing a guitar.\nSomeone plays an instrument.\nIt is raining.\n",
+    "my_sentences.txt": "How do I reset my password?\nThe invoice is overdue.\nShipping takes three days.\n",
+    "corpus.txt": "A man is playing a guitar.\nThe rocket launched the satellite.\nSomeone plays an instrument.\n",
+    "reviews.csv": "id,text\n1,Great sound and easy to play.\n2,The strings broke after a week.\n",
+    "pairs.tsv": "sentence1\tsentence2\tscore\nA man plays a guitar.\tSomeone plays music.\t4.2\n"
+    "A dog runs.\tIt rains.\t0.3\n",
+    "dev.tsv": "sentence1\tsentence2\tscore\nA woman sings.\tSomeone is singing.\t4.6\n"
+    "A car drives.\tA cat sleeps.\t0.2\n",
+    "my-text.txt": "A man is playing a guitar.\nThe rocket launched the satellite.\n",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int  # 1-based line of the opening fence
+    lang: str
+    code: str
+    marker: str  # "", "run" or "skip"
+    reason: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced code blocks of a page, with the marker on the line above each (if any)."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    found: list[Block] = []
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        indent, lang = opening.group(1), opening.group(2)
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+        code = "\n".join(line[len(indent) :] for line in lines[i + 1 : end]) + "\n"
+        previous = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        marked = MARKER.match(previous)
+        marker, reason = (marked.group(1), marked.group(2) or "") if marked else ("", "")
+        found.append(Block(page, i + 1, lang, code, marker, reason))
+        i = end + 1
+    return found
+
+
+def sbert_commands(script: str) -> list[list[str]]:
+    """The argument lists of the ``sbert`` commands in a shell script (``sbert ...``, ``python -m
+    sbert ...``, ``torchrun ... -m sbert ...``), without redirections, pipes and comments."""
+    logical = re.sub(r"\\\n", " ", script)
+    commands: list[list[str]] = []
+    for line in logical.split("\n"):
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+        segment: list[str] = []
+        for token in [*tokens, ";"]:
+            if token in {"&&", "||", ";", "|", "&"}:
+                commands += _sbert_argv(segment)
+                segment = []
+            else:
+                segment.append(token)
+    return commands
+
+
+def _sbert_argv(segment: list[str]) -> list[list[str]]:
+    words: list[str] = []
+    skip_next = False
+    for token in segment:
+        if skip_next:
+            skip_next = False
+        elif re.fullmatch(r"\d?[<>]+", token):
+            skip_next = True  # a redirection and its target
+        else:
+            words.append(token)
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        words = words[1:]  # VAR=value before the command
+    for i, word in enumerate(words):
+        if word == "sbert" and (i == 0 or words[i - 1] == "-m"):
+            return [words[i + 1 :]]
+    return []
+
+
+def _example_pages() -> list[Path]:
+    return [page for page in PAGES if any(b.lang in {"python", "bash"} for b in blocks(page))]
+
+
+# ---------------------------------------------------------------------------------------------------
+# docstrings
+
+
+def _modules() -> list[str]:
+    return sorted(
+        m.name for m in pkgutil.walk_packages(sbert.__path__, "sbert.") if m.name != "sbert.__main__"
+    )
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_docstring_examples(name: str, workdir: Path) -> None:
+    module = importlib.import_module(name)
+    tests = [t for t in doctest.DocTestFinder().find(module) if t.examples]
+    if not tests:
+        pytest.skip("no examples")
+    uses_data = any("../shared/data" in example.source for test in tests for example in test.examples)
+    if uses_data and not (workdir.parent / "shared" / "data").is_dir():
+        pytest.skip("the examples read the data folder, which is not here (set SBERT_DATA)")
+    report = io.StringIO()
+    failed = 0
+    for test in tests:
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        failed += runner.run(test, out=report.write).failed
+    assert not failed, report.getvalue()
+
+
+def test_every_doctest_skip_says_why() -> None:
+    """A ``# doctest: +SKIP`` carries its reason: a "Not run by the tests: ..." sentence in the
+    docstring above the example."""
+    unexplained = []
+    for path in sorted((REPO / "src" / "sbert").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").split("\n")
+        for number, line in enumerate(lines, 1):
+            if "doctest: +SKIP" not in line:
+                continue
+            above = lines[:number]
+            start = max(i for i, text in enumerate(above) if '"""' in text)  # the docstring's opening
+            if "not run by the tests" not in "\n".join(above[start:]).lower():
+                unexplained.append(f"{path.relative_to(REPO)}:{number}")
+    assert not unexplained, unexplained
+
+
+# ---------------------------------------------------------------------------------------------------
+# pages
+
+
+@pytest.fixture()
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``tmp/work`` with the sample files, ``tmp/shared/data`` the data folder (``../shared/data``)."""
+    data = Path(os.path.abspath(os.environ.get("SBERT_DATA", REPO.parent / "shared" / "data")))
+    (tmp_path / "shared").mkdir()
+    if data.is_dir():
+        (tmp_path / "shared" / "data").symlink_to(data, target_is_directory=True)
+        monkeypatch.setenv("SBERT_DATA", str(data))
+    work = tmp_path / "work"
+    work.mkdir()
+    for name, text in SAMPLE_FILES.items():
+        (work / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(work)
+    return work
+
+
+def test_every_page_has_parsed_blocks() -> None:
+    assert len(_example_pages()) >= 10
+
+
+def test_markers_name_a_reason() -> None:
+    for page in PAGES:
+        for block in blocks(page):
+            if block.marker == "skip":
+                assert block.reason, f"{block.where}: a skipped example needs a reason"
+            if block.marker == "run":
+                assert block.lang == "bash", f"{block.where}: only bash blocks take 'run'"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_commands_parse(page: Path) -> None:
+    """Every ``sbert`` command shown in a bash block is one the parser accepts."""
+    from sbert.cli import build_parser
+
+    parser = build_parser()
+    for block in blocks(page):
+        if block.lang != "bash":
+            continue
+        for argv in sbert_commands(block.code):
+            try:
+                parser.parse_args(argv)
+            except SystemExit as error:
+                if error.code not in (0, None):
+                    pytest.fail(f"{block.where}: sbert {shlex.join(argv)} does not parse")
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if any(b.lang == "python" or b.marker == "run" for b in blocks(p))],
+    ids=lambda p: str(p.relative_to(REPO)),
+)
+def test_page_examples_run(page: Path, workdir: Path, data_dir: Path) -> None:
+    """The page's Python blocks and its bash blocks marked ``run``, in order, in one namespace."""
+    namespace: dict[str, object] = {"__name__": "__docs__"}
+    ran, skipped = 0, []
+    for block in blocks(page):
+        if block.marker == "skip":
+            skipped.append(f"{block.where}: {block.reason}")
+            continue
+        if block.lang == "python":
+            exec(compile(block.code, block.where, "exec"), namespace)
+            ran += 1
+        elif block.lang == "bash" and block.marker == "run":
+            _run_bash(block, workdir)
+            ran += 1
+    if not ran:
+        pytest.skip("; ".join(skipped))
+
+
+def _run_bash(block: Block, workdir: Path) -> None:
+    source = Path(sbert.__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
+    # `sbert` is this interpreter's module, so the code under test runs whatever is on PATH.
+    script = f'sbert() {{ "{sys.executable}" -m sbert "$@"; }}\nset -euo pipefail\n{block.code}'
+    result = subprocess.run(
+        ["bash", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, (
+        f"{block.where}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    )
+
+
+def counts() -> dict[str, object]:
+    """What runs: the figures the documentation's closing notes quote."""
+    python = [b for p in PAGES for b in blocks(p) if b.lang == "python"]
+    bash = [b for p in PAGES for b in blocks(p) if b.lang == "bash"]
+    doctests = 0
+    for name in _modules():
+        for test in doctest.DocTestFinder().find(importlib.import_module(name)):
+            doctests += len(test.examples)
+    return {
+        "python blocks run": sum(b.marker != "skip" for b in python),
+        "bash blocks run": sum(b.marker == "run" for b in bash),
+        "sbert commands parsed": sum(len(sbert_commands(b.code)) for b in bash),
+        "docstring examples (>>> lines)": doctests,
+        "skipped": [f"{b.where} ({b.lang}): {b.reason}" for b in python + bash if b.marker == "skip"],
+    }
+
+
+if __name__ == "__main__":
+    for key, value in counts().items():
+        if isinstance(value, list):
+            print(f"{key}: {len(value)}")
+            for item in value:
+                print(f"  {item}")
+        else:
+            print(f"{key}: {value}")
