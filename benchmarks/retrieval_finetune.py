@@ -21,7 +21,6 @@ and the dropout. Results go to ``benchmarks/results/retrieval_finetune.json``.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -67,11 +66,10 @@ def mined_triplets(
     return [(row.anchor, row.positive, row.negatives[0]) for row in mined.rows]
 
 
-def write_tsv(path: Path, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)
-        writer.writerow(header)
-        writer.writerows(rows)
+def write_jsonl(path: Path, keys: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(dict(zip(keys, row))) + "\n")
 
 
 def score(model: SentenceEncoder) -> dict[str, dict[int, float]]:
@@ -135,11 +133,11 @@ def main() -> None:
     results: dict[str, Any] = {"bundled": score(SentenceEncoder.from_pretrained())}
     pairs, pool = training_pairs()
     with tempfile.TemporaryDirectory() as scratch:
-        files = {"in-batch": Path(scratch) / "pairs.tsv", "mined": Path(scratch) / "mined.tsv"}
-        write_tsv(files["in-batch"], ("sentence1", "sentence2"), pairs)
+        files = {"in-batch": Path(scratch) / "pairs.jsonl", "mined": Path(scratch) / "mined.jsonl"}
+        write_jsonl(files["in-batch"], ("sentence1", "sentence2"), pairs)
         if "mined" in args.arms:
             triplets = mined_triplets(pairs, pool, args.range_min)
-            write_tsv(files["mined"], ("anchor", "positive", "negative"), triplets)
+            write_jsonl(files["mined"], ("anchor", "positive", "negative"), triplets)
             results["mined_triplets"] = len(triplets)
         for arm in args.arms:
             runs = []
