@@ -7,8 +7,6 @@ model work to the batcher's worker thread and awaits it, so the event loop only 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ from starlette.routing import Route
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
+from sbert.server.responses import JSONResponse, embedding_values
 from sbert.server.schemas import (
     APIError,
     EmbeddingRequest,
@@ -120,10 +119,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
             vectors = vectors[:, : body.dimensions]
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        if body.encoding_format == "base64":
-            values: list[Any] = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
-        else:
-            values = vectors.tolist()
+        values = embedding_values(vectors, body.encoding_format)
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
         return _json(
             {
@@ -158,7 +154,8 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
         )
         results = [
-            {"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits
+            {"corpus_id": h.corpus_id, "score": np.float32(h.score), "text": index.text(h.corpus_id)}
+            for h in hits
         ]
         return _json(
             {"results": results, "model": service.model_id, **_usage(result), **_truncated(result, name)}
@@ -302,4 +299,4 @@ def _names(first: str, rest: str) -> Callable[[int], str]:
 
 
 def _json(payload: dict[str, Any]) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), media_type="application/json")
+    return JSONResponse(payload)  # numpy arrays and scalars written by orjson, no float loop
