@@ -16,12 +16,14 @@ import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import Route
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
+from sbert.server.openapi import DOCS_PAGE, build_spec, swagger_ui_dir
 from sbert.server.responses import JSONResponse, embedding_values
 from sbert.server.schemas import (
     APIError,
@@ -224,6 +226,17 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     async def prometheus(_: Request) -> Response:
         return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    spec = JSONResponse(build_spec(limits, api_key is not None, service.model_id)).body
+    docs_files = swagger_ui_dir()
+
+    async def openapi(_: Request) -> Response:
+        return Response(spec, media_type="application/json")
+
+    async def docs(_: Request) -> Response:
+        if docs_files is None:
+            raise APIError(404, "/docs needs Swagger UI's files: pip install swagger-ui-py (the serve extra)")
+        return HTMLResponse(DOCS_PAGE.format(title=service.model_id))
+
     app = Starlette(
         routes=[
             Route("/v1/embeddings", embeddings, methods=["POST"]),
@@ -233,6 +246,9 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             Route("/health", health, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/docs", docs, methods=["GET"]),
+            *([Mount("/docs/static", StaticFiles(directory=docs_files))] if docs_files else []),
         ],
         exception_handlers={
             APIError: api_error,

@@ -57,7 +57,12 @@ def _one_or_many(value: Any) -> Any:
 
 
 Texts = Annotated[list[StrictStr], Field(min_length=1)]
-OneOrMoreTexts = Annotated[list[StrictStr], BeforeValidator(_one_or_many), Field(min_length=1)]
+# The OpenAPI schema says what a client may send (a string or a list), not what it becomes.
+OneOrMoreTexts = Annotated[
+    list[StrictStr],
+    BeforeValidator(_one_or_many, json_schema_input_type=str | list[str]),
+    Field(min_length=1),
+]
 
 
 class _Body(BaseModel):
