@@ -65,6 +65,17 @@ def test_real_answers_match_the_document(server: ServerProcess, spec) -> None:
         check(spec, "/rerank", "post", httpx.post(f"{url}/rerank", json=rerank, timeout=30))
     for path in ("/health", "/v1/models"):
         check(spec, path, "get", httpx.get(f"{url}{path}", timeout=30))
+    tei = [
+        ("/embed", {"inputs": SENTENCES}),
+        ("/embed_all", {"inputs": "rain"}),
+        ("/tokenize", {"inputs": SENTENCES}),
+        ("/decode", {"ids": [2, 5, 3]}),
+        ("/decode", {"ids": [[2, 5, 3], [5]]}),
+        ("/rerank", {"query": "music", "texts": SENTENCES, "return_text": True}),
+    ]
+    for path, body in tei:
+        check(spec, path, "post", httpx.post(f"{url}{path}", json=body, timeout=30))
+    check(spec, "/info", "get", httpx.get(f"{url}/info", timeout=30))
     errors = [
         ("/search", {"query": "rain"}, 404),  # no index loaded
         ("/v1/embeddings", {"input": [None]}, 422),

@@ -123,3 +123,65 @@ class ModelList(_Answer):
 
 class Metrics(RootModel[str]):
     """Prometheus' text exposition format."""
+
+
+# text-embeddings-inference's answers (TEI 1.x), field for field.
+class EmbedResponse(RootModel[list[list[float]]]):
+    """TEI's ``/embed``: a vector per input."""
+
+
+class EmbedAllResponse(RootModel[list[list[list[float]]]]):
+    """TEI's ``/embed_all``: for each input, a vector per token, special tokens included."""
+
+
+class SimpleToken(_Answer):
+    id: int = Field(ge=0)
+    text: str = Field(description="The input's characters start:stop, or the special token itself")
+    special: bool
+    start: int | None = Field(description="Character offset in the input (null: a special token)")
+    stop: int | None
+
+
+class TokenizeResponse(RootModel[list[list[SimpleToken]]]):
+    """TEI's ``/tokenize``: each input's tokens."""
+
+
+class DecodeResponse(RootModel[list[str]]):
+    """TEI's ``/decode``: a text per list of ids."""
+
+
+class Rank(_Answer):
+    index: int = Field(ge=0, description="The text's position in `texts`")
+    score: float
+    text: str | None = Field(None, description="Present with `return_text`")
+
+
+class TEIRerankResponse(RootModel[list[Rank]]):
+    """TEI's ``/rerank``: best first."""
+
+
+class EmbeddingModelType(_Answer):
+    pooling: str
+
+
+class ModelType(_Answer):
+    embedding: EmbeddingModelType
+
+
+class Info(_Answer):
+    """TEI's ``/info``."""
+
+    model_id: str
+    model_sha: str | None
+    model_dtype: str
+    model_type: ModelType
+    max_concurrent_requests: int
+    max_input_length: int
+    max_batch_tokens: int
+    max_batch_requests: int | None
+    max_client_batch_size: int
+    auto_truncate: bool
+    tokenization_workers: int
+    version: str
+    sha: str | None
+    docker_label: str | None

@@ -6,10 +6,7 @@ model work to the batcher's worker thread and awaits it, so the event loop only 
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,7 +17,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
+from sbert.server import tei
+from sbert.server.batcher import Embedded
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
 from sbert.server.openapi import DOCS_PAGE, build_spec, swagger_ui_dir
@@ -31,31 +29,12 @@ from sbert.server.schemas import (
     RerankRequest,
     SearchRequest,
     SimilarityRequest,
+    TEIRerankRequest,
     parse_body,
+    rerank_shape,
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
-from sbert.server.settings import Limits
-
-
-@dataclass
-class Service:
-    """What the endpoints serve: the model (through its batcher), optional index and cross-encoder."""
-
-    model: Any  # SentenceEncoder, used only on the batcher's thread
-    batcher: Batcher
-    model_id: str
-    limits: Limits = field(default_factory=Limits)
-    index: Any = None  # VectorIndex
-    index_path: str | None = None
-    cross_encoder: Any = None  # CrossEncoder
-    created: int = field(default_factory=lambda: int(time.time()))
-
-    def check_model(self, name: str | None) -> None:
-        """Refuse a request for another model rather than answer it with this one."""
-        if name is not None and name not in (self.model_id, self.model.name):
-            raise APIError(
-                404, f"model: {name!r} is not served here; this server runs {self.model_id!r}", "model"
-            )
+from sbert.server.service import Service, await_worker, read_body
 
 
 def create_app(service: Service, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
@@ -73,6 +52,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     service.batcher.on_batch = metrics.batch
     service.batcher.in_flight = lambda: gate.in_flight
     limits = service.limits
+    service.max_concurrent = max_concurrent
 
     async def api_error(_: Request, error: Exception) -> Response:
         assert isinstance(error, APIError)
@@ -90,22 +70,6 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     async def server_error(_: Request, error: Exception) -> Response:  # a bug: still JSON, logged
         return await api_error(_, APIError(500, f"internal error: {type(error).__name__}: {error}"))
 
-    async def embed(
-        texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
-    ) -> Embedded:
-        return await _await_worker(
-            service.batcher, lambda: service.batcher.embed(texts, truncate, prompt), name
-        )
-
-    def prompt_text(prompt_name: str | None, query: bool = False) -> str:
-        """The text put before each input ("": none); an unknown name is a 422 listing the model's."""
-        model = service.model
-        try:
-            text = model.query_prompt(prompt_name) if query else model.prompts.resolve(prompt_name)
-        except ValueError as error:
-            raise APIError(422, str(error), "prompt_name") from None
-        return text or ""
-
     async def embeddings(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), EmbeddingRequest, limits.max_items)
         service.check_model(body.model)
@@ -116,7 +80,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "dimensions",
             )
         name = "input[{}]".format
-        result = await embed(body.input, body.truncate, name, prompt_text(body.prompt_name))
+        result = await service.embed(body.input, body.truncate, name, service.prompt(body.prompt_name))
         vectors = result.vectors
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
             vectors = vectors[:, : body.dimensions]
@@ -138,7 +102,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         service.check_model(body.model)
         texts = [body.source_sentence, *body.sentences]
         name = _names("source_sentence", "sentences")
-        result = await embed(texts, body.truncate, name, prompt_text(body.prompt_name))
+        result = await service.embed(texts, body.truncate, name, service.prompt(body.prompt_name))
         scores = cosine_scores(result.vectors[0], result.vectors[1:])
         return _json(
             {"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result, name)}
@@ -151,8 +115,10 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         if index is None:
             raise APIError(404, "no index is loaded: start the server with --index DIR")
         name = _names("query", "")
-        result = await embed([body.query], body.truncate, name, prompt_text(body.prompt_name, query=True))
-        hits = await _await_worker(
+        result = await service.embed(
+            [body.query], body.truncate, name, service.prompt(body.prompt_name, query=True)
+        )
+        hits = await await_worker(
             service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
         )
         results = [
@@ -164,12 +130,15 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         )
 
     async def rerank(request: Request) -> Response:
-        body = parse_body(await read_body(request, limits), RerankRequest, limits.max_items)
+        body = parse_body(await read_body(request, limits), rerank_shape, limits.max_items)
+        if isinstance(body, TEIRerankRequest):
+            return await tei.rerank(service, body)
+        assert isinstance(body, RerankRequest)
         cross_encoder = service.cross_encoder
         if cross_encoder is not None:
             if body.model is not None and body.model not in (cross_encoder.name, service.model_id):
                 raise APIError(404, f"model: {body.model!r} is not served here", "model")
-            scores = await _await_worker(
+            scores = await await_worker(
                 service.batcher,
                 lambda: service.batcher.call(
                     lambda: cross_encoder_scores(cross_encoder, body.query, body.documents, body.truncate),
@@ -182,7 +151,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             service.check_model(body.model)
             texts = [body.query, *body.documents]
             names = _names("query", "documents")
-            result = await embed(texts, body.truncate, names)
+            result = await service.embed(texts, body.truncate, names)
             scores = cosine_scores(result.vectors[0], result.vectors[1:])
             scorer, name, extra = (
                 "bi-encoder",
@@ -246,6 +215,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             Route("/health", health, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
+            *tei.tei_routes(service),
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/docs", docs, methods=["GET"]),
             *([Mount("/docs/static", StaticFiles(directory=docs_files))] if docs_files else []),
@@ -259,45 +229,6 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     )
     gate = Gate(app, metrics, api_key, max_concurrent, retry_after=service.batcher.retry_after)
     return gate
-
-
-async def read_body(request: Request, limits: Limits) -> bytes:
-    """The body, refused with 413 as soon as it passes ``max_body_bytes`` (declared or streamed)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise APIError(413, f"body: {declared} bytes, more than the limit of {limits.max_body_bytes}", "body")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.max_body_bytes:
-            raise APIError(413, f"body: more than the limit of {limits.max_body_bytes} bytes", "body")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _await_worker(
-    batcher: Batcher,
-    submit: Callable[[], Any],
-    name: Callable[[int], str] = str,
-) -> Any:
-    """Queue work on the batcher and await it; queue and model errors become HTTP errors."""
-    try:
-        future = submit()
-    except Overloaded as error:
-        raise APIError(429, str(error), headers={"retry-after": str(error.retry_after)}) from None
-    except ServerClosed as error:
-        raise APIError(503, str(error), headers={"connection": "close"}) from None
-    try:
-        return await asyncio.wrap_future(future)
-    except InputTooLong as error:
-        param = name(error.index)
-        raise APIError(
-            413,
-            f"{param}: {error.tokens} tokens, more than the model's limit of {error.limit} "
-            "(send truncate: true to cut it)",
-            param,
-            "input_too_long",
-        ) from None
 
 
 def _usage(result: Embedded) -> dict[str, Any]:

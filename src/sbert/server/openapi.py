@@ -21,6 +21,7 @@ from sbert.server import answers, schemas
 from sbert.server.settings import Limits
 
 REF = "#/components/schemas/{model}"
+TEI = "text-embeddings-inference"
 ERRORS = {
     400: "The body is not UTF-8, not JSON, nested too deeply, or has a number too long",
     401: "No or a wrong API key",
@@ -40,8 +41,8 @@ class Operation:
     method: str
     path: str
     summary: str
-    body: type[BaseModel] | None
-    answer: type[BaseModel]
+    body: type[BaseModel] | tuple[type[BaseModel], ...] | None  # a tuple: any one of them (oneOf)
+    answer: type[BaseModel] | tuple[type[BaseModel], ...]
     errors: tuple[int, ...] = (400, 404, 413, 422, 429, 503)
     tag: str = "sbert"
     media_type: str = "application/json"
@@ -73,10 +74,40 @@ OPERATIONS: list[Operation] = [
     Operation(
         "post",
         "/rerank",
-        "Documents ordered by relevance to a query (Cohere's and Jina's shape)",
-        schemas.RerankRequest,
-        answers.RerankResponse,
+        "Texts ordered by relevance to a query: Cohere's and Jina's body (`documents`) or TEI's (`texts`)",
+        (schemas.RerankRequest, schemas.TEIRerankRequest),
+        (answers.RerankResponse, answers.TEIRerankResponse),
     ),
+    Operation(
+        "post", "/embed", "A vector per input (TEI)", schemas.EmbedRequest, answers.EmbedResponse, tag=TEI
+    ),
+    Operation(
+        "post",
+        "/embed_all",
+        "Every token's vector of each input, no pooling (TEI)",
+        schemas.EmbedAllRequest,
+        answers.EmbedAllResponse,
+        tag=TEI,
+    ),
+    Operation(
+        "post",
+        "/tokenize",
+        "Each input's tokens with character offsets (TEI)",
+        schemas.TokenizeRequest,
+        answers.TokenizeResponse,
+        errors=(400, 413, 422, 429, 503),
+        tag=TEI,
+    ),
+    Operation(
+        "post",
+        "/decode",
+        "Token ids back to text (TEI)",
+        (schemas.DecodeRequest, schemas.DecodeBatchRequest),
+        answers.DecodeResponse,
+        errors=(400, 413, 422, 429, 503),
+        tag=TEI,
+    ),
+    Operation("get", "/info", "What is served (TEI)", None, answers.Info, errors=(), tag=TEI),
     Operation("get", "/health", "Liveness and what is served", None, answers.Health, errors=(503,)),
     Operation("get", "/v1/models", "The served models", None, answers.ModelList, errors=(), tag="OpenAI"),
     Operation(
@@ -103,9 +134,16 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
         2048
     """
     limits = limits or Limits()
-    models = [(op.body, "validation") for op in OPERATIONS if op.body is not None]
-    models += [(op.answer, "serialization") for op in OPERATIONS] + [(answers.ErrorBody, "serialization")]
+    models = [(model, "validation") for op in OPERATIONS for model in _each(op.body)]
+    models += [(model, "serialization") for op in OPERATIONS for model in _each(op.answer)]
+    models += [(answers.ErrorBody, "serialization")]
     refs, definitions = models_json_schema(models, ref_template=REF)  # type: ignore[arg-type]
+
+    def schema_of(chosen: type[BaseModel] | tuple[type[BaseModel], ...], mode: str) -> dict[str, Any]:
+        if isinstance(chosen, tuple):
+            return {"oneOf": [refs[(model, mode)] for model in chosen]}  # type: ignore[index]
+        return dict(refs[(chosen, mode)])  # type: ignore[index]
+
     components: dict[str, Any] = definitions.get("$defs", {})
     for schema in components.values():
         for name in schemas.LIST_FIELDS:
@@ -121,7 +159,7 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
             "responses": {
                 "200": {
                     "description": "OK",
-                    "content": {op.media_type: {"schema": refs[(op.answer, "serialization")]}},
+                    "content": {op.media_type: {"schema": schema_of(op.answer, "serialization")}},
                 },
                 **{str(status): _error(status) for status in op.errors},
                 **({"401": _error(401)} if api_key and op.path not in OPEN_PATHS else {}),
@@ -130,7 +168,7 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
         if op.body is not None:
             operation["requestBody"] = {
                 "required": True,
-                "content": {"application/json": {"schema": refs[(op.body, "validation")]}},
+                "content": {"application/json": {"schema": schema_of(op.body, "validation")}},
             }
         if api_key and op.path not in OPEN_PATHS:
             operation["security"] = [{"bearer": []}]
@@ -139,7 +177,7 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
         "openapi": "3.1.0",
         "info": {
             "title": title,
-            "version": _version(),
+            "version": version(),
             "description": "Sentence embeddings over HTTP. Every error is "
             '`{"error": {"message", "type", "param", "code"}}`, its message naming the field and item.',
         },
@@ -151,12 +189,16 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
     return spec
 
 
+def _each(models: type[BaseModel] | tuple[type[BaseModel], ...] | None) -> tuple[type[BaseModel], ...]:
+    return () if models is None else models if isinstance(models, tuple) else (models,)
+
+
 def _error(status: int) -> dict[str, Any]:
     schema = {"$ref": REF.format(model="ErrorBody")}
     return {"description": ERRORS[status], "content": {"application/json": {"schema": schema}}}
 
 
-def _version() -> str:
+def version() -> str:
     try:
         return metadata.version("sbert")
     except metadata.PackageNotFoundError:  # run from a source tree

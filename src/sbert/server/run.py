@@ -17,9 +17,10 @@ from typing import Any
 import uvicorn
 
 from sbert.errors import ModelLoadError
-from sbert.server.app import Service, create_app
+from sbert.server.app import create_app
 from sbert.server.batcher import Batcher
 from sbert.server.gate import Gate
+from sbert.server.service import Service
 from sbert.server.settings import ServeOptions
 
 logger = logging.getLogger("sbert")

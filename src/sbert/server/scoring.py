@@ -23,9 +23,11 @@ def cosine_scores(query: np.ndarray, others: np.ndarray) -> np.ndarray:
 
 
 def cross_encoder_scores(
-    cross_encoder: Any, query: str, documents: Sequence[str], truncate: bool = True
+    cross_encoder: Any, query: str, documents: Sequence[str], truncate: bool = True, raw: bool = False
 ) -> np.ndarray:
     """The cross-encoder's score of each ``(query, document)`` pair, float32; runs on the batcher's thread.
+
+    ``raw``: the logit, not the sigmoid of it (TEI's ``raw_scores``).
 
     Raises:
         InputTooLong: ``truncate=False`` and a pair is longer than the model's limit (the index is
@@ -39,7 +41,7 @@ def cross_encoder_scores(
         for index, row in enumerate(ids):
             if len(row) > cross_encoder.max_seq_length:
                 raise InputTooLong(index, len(row), cross_encoder.max_seq_length)
-    return np.asarray(cross_encoder.predict(pairs, batch_size=32), dtype=np.float32)
+    return np.asarray(cross_encoder.predict(pairs, batch_size=32, apply_activation=not raw), dtype=np.float32)
 
 
 def ranked(scores: np.ndarray, top_n: int | None = None) -> list[tuple[int, np.floating]]:
