@@ -128,8 +128,8 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
 
     Example:
         >>> spec = build_spec()
-        >>> spec["openapi"], sorted(spec["paths"])[:2]
-        ('3.1.0', ['/health', '/metrics'])
+        >>> spec["openapi"], sorted(spec["paths"])[:3]
+        ('3.1.0', ['/decode', '/embed', '/embed_all'])
         >>> spec["components"]["schemas"]["EmbeddingRequest"]["properties"]["input"]["maxItems"]
         2048
     """
