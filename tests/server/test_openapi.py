@@ -123,3 +123,9 @@ def test_fuzzed_requests_get_no_server_error(server: ServerProcess, mode: Genera
             case.call_and_validate(checks=[not_a_server_error, response_schema_conformance], timeout=30)
 
         call()
+    # The server's own count: every operation was called, none answered with a 5xx.
+    metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
+    counted = re.findall(r'sbert_requests_total\{endpoint="([^"]+)",status="(\d+)"\} ([0-9.]+)', metrics)
+    assert not [line for line in counted if line[1].startswith("5")], counted
+    fuzzed = {endpoint for endpoint, _, _ in counted}
+    assert {op.path for op in OPERATIONS if mode is GenerationMode.POSITIVE or op.method == "post"} <= fuzzed
