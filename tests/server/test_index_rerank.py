@@ -82,6 +82,8 @@ def test_tei_rerank_uses_the_cross_encoder_and_its_raw_logits(full_server, folde
         assert [r["index"] for r in ranks] == list(np.argsort(-scores, kind="stable"))
         np.testing.assert_allclose([r["score"] for r in ranks], np.sort(scores)[::-1], atol=1e-6)
         assert [r["text"] for r in ranks] == [CORPUS[r["index"]] for r in ranks]
+    other = httpx.post(f"{full_server.url}/rerank", json={"query": "a", "documents": ["b"], "model": "x"})
+    assert other.status_code == 404 and "(cross-encoder)" in other.json()["error"]["message"]
     too_long = {"query": "music", "texts": ["rain", " ".join(["music"] * 80)]}  # TEI: truncate false
     refused = httpx.post(f"{full_server.url}/rerank", json=too_long)
     assert refused.status_code == 413 and refused.json()["error"]["param"] == "texts[1]"

@@ -69,6 +69,7 @@ def test_real_answers_match_the_document(server: ServerProcess, spec) -> None:
         ("/embed", {"inputs": SENTENCES}),
         ("/embed_all", {"inputs": "rain"}),
         ("/tokenize", {"inputs": SENTENCES}),
+        ("/similarity", {"inputs": {"source_sentence": "rain", "sentences": SENTENCES}}),
         ("/decode", {"ids": [2, 5, 3]}),
         ("/decode", {"ids": [[2, 5, 3], [5]]}),
         ("/rerank", {"query": "music", "texts": SENTENCES, "return_text": True}),

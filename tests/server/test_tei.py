@@ -77,6 +77,22 @@ def test_rerank_with_tei_body(server: ServerProcess, tiny_encoder: SentenceEncod
     assert cohere["scorer"] == "bi-encoder"  # the other body still gets the other answer
 
 
+def test_similarity_with_tei_body(server: ServerProcess, tiny_encoder: SentenceEncoder) -> None:
+    # TEI's README: {"inputs": {"source_sentence": "What is Deep Learning?", "sentences": [...]}}
+    source, sentences = "What is Deep Learning?", ["What is Machine Learning?", "rain"]
+    answer = post(server, "/similarity", {"inputs": {"source_sentence": source, "sentences": sentences}})
+    vectors = tiny_encoder.encode([source, *sentences])
+    np.testing.assert_allclose(answer.json(), unit(vectors[1:]) @ unit(vectors[0]), atol=1e-6)
+    long = {"inputs": {"source_sentence": "rain", "sentences": ["sun", LONG]}}
+    refused = post(server, "/similarity", long)
+    assert refused.status_code == 413 and refused.json()["error"]["param"] == "inputs.sentences[1]"
+    assert post(server, "/similarity", {**long, "parameters": {"truncate": True}}).status_code == 200
+    bad = post(server, "/similarity", {"inputs": {"source_sentence": "rain", "sentences": [None]}})
+    assert bad.status_code == 422 and bad.json()["error"]["param"] == "inputs.sentences[0]"
+    sbert = post(server, "/similarity", {"source_sentence": "rain", "sentences": ["sun"]}).json()
+    assert set(sbert) == {"scores", "model", "usage", "truncated"}  # sbert's body, sbert's answer
+
+
 def test_embed_all_gives_every_token_vector(server: ServerProcess, tiny_encoder: SentenceEncoder) -> None:
     answer = post(server, "/embed_all", {"inputs": TEXTS}).json()
     lengths = [len(ids) for ids in tiny_encoder.tokenize(TEXTS).ids]

@@ -160,6 +160,10 @@ class TEIRerankResponse(RootModel[list[Rank]]):
     """TEI's ``/rerank``: best first."""
 
 
+class SimilarityScores(RootModel[list[float]]):
+    """TEI's ``/similarity``: the cosine of each sentence to the source sentence."""
+
+
 class EmbeddingModelType(_Answer):
     pooling: str
 

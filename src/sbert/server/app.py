@@ -30,8 +30,10 @@ from sbert.server.schemas import (
     SearchRequest,
     SimilarityRequest,
     TEIRerankRequest,
+    TEISimilarityRequest,
     parse_body,
     rerank_shape,
+    similarity_shape,
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
 from sbert.server.service import Service, await_worker, read_body
@@ -98,7 +100,10 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         )
 
     async def similarity(request: Request) -> Response:
-        body = parse_body(await read_body(request, limits), SimilarityRequest, limits.max_items)
+        body = parse_body(await read_body(request, limits), similarity_shape, limits.max_items)
+        if isinstance(body, TEISimilarityRequest):
+            return await tei.similarity(service, body)
+        assert isinstance(body, SimilarityRequest)
         service.check_model(body.model)
         texts = [body.source_sentence, *body.sentences]
         name = _names("source_sentence", "sentences")
@@ -137,7 +142,10 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         cross_encoder = service.cross_encoder
         if cross_encoder is not None:
             if body.model is not None and body.model not in (cross_encoder.name, service.model_id):
-                raise APIError(404, f"model: {body.model!r} is not served here", "model")
+                served = f"{cross_encoder.name!r} (cross-encoder) and {service.model_id!r}"
+                raise APIError(
+                    404, f"model: {body.model!r} is not served here; this server runs {served}", "model"
+                )
             scores = await await_worker(
                 service.batcher,
                 lambda: service.batcher.call(

@@ -60,9 +60,9 @@ OPERATIONS: list[Operation] = [
     Operation(
         "post",
         "/similarity",
-        "Cosine of one sentence to each of a list",
-        schemas.SimilarityRequest,
-        answers.SimilarityResponse,
+        "Cosine of one sentence to each of a list: sbert's body or TEI's (under `inputs`)",
+        (schemas.SimilarityRequest, schemas.TEISimilarityRequest),
+        (answers.SimilarityResponse, answers.SimilarityScores),
     ),
     Operation(
         "post",

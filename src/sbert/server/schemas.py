@@ -175,6 +175,24 @@ class TEIRerankRequest(_Body):
     truncation_direction: Direction = "Right"
 
 
+class SimilarityInput(_Body):
+    source_sentence: StrictStr
+    sentences: Texts
+
+
+class SimilarityParameters(_Body):
+    prompt_name: StrictStr | None = None
+    truncate: bool | None = False
+    truncation_direction: Direction = "Right"
+
+
+class TEISimilarityRequest(_Body):
+    """TEI's ``POST /similarity`` (a body with ``inputs``): ``[cosine, ...]``, one per sentence."""
+
+    inputs: SimilarityInput
+    parameters: SimilarityParameters | None = None
+
+
 LIST_FIELDS = ("input", "sentences", "documents", "inputs", "texts", "ids")
 Body = TypeVar("Body", bound=_Body)
 
@@ -182,6 +200,11 @@ Body = TypeVar("Body", bound=_Body)
 def rerank_shape(data: dict[str, Any]) -> type[_Body]:
     """``/rerank`` takes Cohere's body (``documents``) or TEI's (``texts``)."""
     return TEIRerankRequest if "texts" in data else RerankRequest
+
+
+def similarity_shape(data: dict[str, Any]) -> type[_Body]:
+    """``/similarity`` takes sbert's body or TEI's (everything under ``inputs``)."""
+    return TEISimilarityRequest if "inputs" in data else SimilarityRequest
 
 
 def decode_shape(data: dict[str, Any]) -> type[_Body]:

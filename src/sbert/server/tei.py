@@ -30,7 +30,9 @@ from sbert.server.schemas import (
     DecodeRequest,
     EmbedAllRequest,
     EmbedRequest,
+    SimilarityParameters,
     TEIRerankRequest,
+    TEISimilarityRequest,
     TokenizeRequest,
     decode_shape,
     parse_body,
@@ -168,6 +170,23 @@ async def rerank(service: Service, body: TEIRerankRequest) -> Response:
             for i, score in ranked(scores)
         ]
     )
+
+
+async def similarity(service: Service, body: TEISimilarityRequest) -> Response:
+    """TEI's ``/similarity``: ``[cosine, ...]`` of each sentence to the source sentence."""
+    parameters = body.parameters or SimilarityParameters()
+    names: Callable[[int], str] = lambda i: (  # noqa: E731
+        f"inputs.sentences[{i - 1}]" if i else "inputs.source_sentence"
+    )
+    texts = [body.inputs.source_sentence, *body.inputs.sentences]
+    try:
+        prompt = service.prompt(parameters.prompt_name)
+    except APIError as error:
+        error.param = "parameters.prompt_name"
+        raise
+    result = await service.embed(texts, bool(parameters.truncate), names, prompt)
+    refuse_left(parameters.truncation_direction, [i for i, _ in result.truncated], names)
+    return JSONResponse(cosine_scores(result.vectors[0], result.vectors[1:]))
 
 
 def refuse_left(direction: str, truncated: Sequence[int], name: Callable[[int], str]) -> None:
