@@ -96,6 +96,8 @@ class RerankResponse(_Answer):
 
 
 class Health(_Answer):
+    """The default (first) model's details, and every served model's name."""
+
     status: Literal["ok"]
     model: str
     dimension: int
@@ -106,7 +108,8 @@ class Health(_Answer):
     packed_batches: bool = Field(description="Whether merged batches run as packed rows")
     index: str | None
     cross_encoder: str | None
-    queued_items: int
+    queued_items: int = Field(description="Sentences waiting, all models together")
+    models: list[str] = Field(description="The served models' names; the first is the default")
 
 
 class ModelCard(_Answer):

@@ -36,25 +36,32 @@ from sbert.server.schemas import (
     similarity_shape,
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
-from sbert.server.service import Service, await_worker, read_body
+from sbert.server.service import Service, Services, await_worker, read_body
 
 
-def create_app(service: Service, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
+def create_app(services: Service | Services, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
     """The ASGI app: Starlette routes behind a :class:`~sbert.server.gate.Gate`.
 
     Starlette rather than FastAPI: the bodies are parsed by ``schemas.parse_body`` anyway, and
     FastAPI's per-request machinery cost about 0.2 ms of CPU, a tenth of a 2-core machine at 1000
-    requests/s.
+    requests/s. With several models, a request picks one by ``model`` (none: the first).
 
     Example:
         >>> app = create_app(service, api_key="secret")  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
-    metrics = Metrics(queue_depth=lambda: service.batcher.queued_items, in_flight=lambda: gate.in_flight)
-    service.batcher.on_batch = metrics.batch
-    service.batcher.in_flight = lambda: gate.in_flight
+    if isinstance(services, Service):
+        services = Services([services])
+    served = services
+    service = services.default  # the index, the cross-encoder and TEI's routes are the first model's
+    metrics = Metrics(queue_depth=lambda: served.queued_items, in_flight=lambda: gate.in_flight)
+    for each in services.all:
+        each.batcher.on_batch = metrics.batch
+        # Each batcher waits under load for as many requests as the server holds, whatever their
+        # model: with several models busy at once a batch may wait its batch_wait_ms for nothing.
+        each.batcher.in_flight = lambda: gate.in_flight
+        each.max_concurrent = max_concurrent
     limits = service.limits
-    service.max_concurrent = max_concurrent
 
     async def api_error(_: Request, error: Exception) -> Response:
         assert isinstance(error, APIError)
@@ -74,15 +81,15 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
 
     async def embeddings(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), EmbeddingRequest, limits.max_items)
-        service.check_model(body.model)
-        if body.dimensions is not None and body.dimensions > service.model.dim:
+        chosen = served.pick(body.model)
+        if body.dimensions is not None and body.dimensions > chosen.model.dim:
             raise APIError(
                 422,
-                f"dimensions: {body.dimensions} is more than the model's {service.model.dim}",
+                f"dimensions: {body.dimensions} is more than the model's {chosen.model.dim}",
                 "dimensions",
             )
         name = "input[{}]".format
-        result = await service.embed(body.input, body.truncate, name, service.prompt(body.prompt_name))
+        result = await chosen.embed(body.input, body.truncate, name, chosen.prompt(body.prompt_name))
         vectors = result.vectors
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
             vectors = vectors[:, : body.dimensions]
@@ -93,7 +100,7 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             {
                 "object": "list",
                 "data": data,
-                "model": service.model_id,
+                "model": chosen.model_id,
                 **_usage(result),
                 **_truncated(result, name),
             }
@@ -104,34 +111,34 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         if isinstance(body, TEISimilarityRequest):
             return await tei.similarity(service, body)
         assert isinstance(body, SimilarityRequest)
-        service.check_model(body.model)
+        chosen = served.pick(body.model)
         texts = [body.source_sentence, *body.sentences]
         name = _names("source_sentence", "sentences")
-        result = await service.embed(texts, body.truncate, name, service.prompt(body.prompt_name))
+        result = await chosen.embed(texts, body.truncate, name, chosen.prompt(body.prompt_name))
         scores = cosine_scores(result.vectors[0], result.vectors[1:])
         return _json(
-            {"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result, name)}
+            {"scores": scores, "model": chosen.model_id, **_usage(result), **_truncated(result, name)}
         )
 
     async def search(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), SearchRequest, limits.max_items)
-        service.check_model(body.model)
-        index = service.index
+        chosen = served.pick(body.model)
+        index = chosen.index
         if index is None:
             raise APIError(404, "no index is loaded: start the server with --index DIR")
         name = _names("query", "")
-        result = await service.embed(
-            [body.query], body.truncate, name, service.prompt(body.prompt_name, query=True)
+        result = await chosen.embed(
+            [body.query], body.truncate, name, chosen.prompt(body.prompt_name, query=True)
         )
         hits = await await_worker(
-            service.batcher, lambda: service.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
+            chosen.batcher, lambda: chosen.batcher.call(lambda: index.search(result.vectors, body.top_k)[0])
         )
         results = [
             {"corpus_id": h.corpus_id, "score": np.float32(h.score), "text": index.text(h.corpus_id)}
             for h in hits
         ]
         return _json(
-            {"results": results, "model": service.model_id, **_usage(result), **_truncated(result, name)}
+            {"results": results, "model": chosen.model_id, **_usage(result), **_truncated(result, name)}
         )
 
     async def rerank(request: Request) -> Response:
@@ -141,10 +148,17 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         assert isinstance(body, RerankRequest)
         cross_encoder = service.cross_encoder
         if cross_encoder is not None:
-            if body.model is not None and body.model not in (cross_encoder.name, service.model_id):
-                served = f"{cross_encoder.name!r} (cross-encoder) and {service.model_id!r}"
+            if (
+                body.model is not None
+                and body.model != cross_encoder.name
+                and body.model not in served.by_name
+            ):
+                listed = ", ".join(repr(each.model_id) for each in served.all)
                 raise APIError(
-                    404, f"model: {body.model!r} is not served here; this server runs {served}", "model"
+                    404,
+                    f"model: {body.model!r} is not served here; this server runs "
+                    f"{cross_encoder.name!r} (cross-encoder) and {listed}",
+                    "model",
                 )
             scores = await await_worker(
                 service.batcher,
@@ -156,14 +170,14 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             )
             scorer, name, extra = "cross-encoder", cross_encoder.name, {}
         else:
-            service.check_model(body.model)
+            chosen = served.pick(body.model)
             texts = [body.query, *body.documents]
             names = _names("query", "documents")
-            result = await service.embed(texts, body.truncate, names)
+            result = await chosen.embed(texts, body.truncate, names)
             scores = cosine_scores(result.vectors[0], result.vectors[1:])
             scorer, name, extra = (
                 "bi-encoder",
-                service.model_id,
+                chosen.model_id,
                 {**_usage(result), **_truncated(result, names)},
             )
         results = [
@@ -191,12 +205,14 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "packed_batches": service.batcher.settings.pack and plan.packs,
                 "index": service.index_path,
                 "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
-                "queued_items": service.batcher.queued_items,
+                "queued_items": served.queued_items,
+                "models": [each.model_id for each in served.all],
             }
         )
 
     async def models(_: Request) -> Response:
-        names = [service.model_id] + ([service.cross_encoder.name] if service.cross_encoder else [])
+        names = [each.model_id for each in served.all]
+        names += [service.cross_encoder.name] if service.cross_encoder else []
         data = [{"id": n, "object": "model", "created": service.created, "owned_by": "sbert"} for n in names]
         return _json({"object": "list", "data": data})
 

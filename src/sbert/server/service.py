@@ -43,13 +43,6 @@ class Service:
             raise APIError(422, str(error), "prompt_name") from None
         return text or ""
 
-    def check_model(self, name: str | None) -> None:
-        """Refuse a request for another model rather than answer it with this one."""
-        if name is not None and name not in (self.model_id, self.model.name):
-            raise APIError(
-                404, f"model: {name!r} is not served here; this server runs {self.model_id!r}", "model"
-            )
-
 
 async def read_body(request: Request, limits: Limits) -> bytes:
     """The body, refused with 413 as soon as it passes ``max_body_bytes`` (declared or streamed)."""
@@ -88,3 +81,43 @@ async def await_worker(
             param,
             "input_too_long",
         ) from None
+
+
+class Services:
+    """The served models by name, each with its own batcher; the first is the default (a request
+    without ``model``, and TEI's routes, which name none).
+
+    Example:
+        >>> services = Services([first, second])  # doctest: +SKIP
+        >>> services.pick("second-name").model_id  # doctest: +SKIP
+        'second-name'
+    """
+
+    def __init__(self, services: list[Service]) -> None:
+        if not services:
+            raise ValueError("a server needs at least one model")
+        names = [service.model_id for service in services]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"two models served as {repeated[0]!r}: give each its own name (--model NAME=PATH)"
+            )
+        self.all = services
+        self.default = services[0]
+        self.by_name = {service.model_id: service for service in services}
+        for service in services:  # the model's own name too, unless another model is served as it
+            self.by_name.setdefault(str(service.model.name), service)
+
+    def pick(self, name: str | None) -> Service:
+        """The model a request names (``None``: the default); another name is a 404 listing them."""
+        if name is None:
+            return self.default
+        service = self.by_name.get(name)
+        if service is None:
+            served = ", ".join(repr(s.model_id) for s in self.all)
+            raise APIError(404, f"model: {name!r} is not served here; this server runs {served}", "model")
+        return service
+
+    @property
+    def queued_items(self) -> int:
+        return sum(service.batcher.queued_items for service in self.all)
