@@ -18,7 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="serve embeddings, similarity, search and rerank over HTTP",
         description="An OpenAI-compatible /v1/embeddings plus /similarity, /search, /rerank, /health, "
-        "/v1/models and /metrics; concurrent requests are batched together on one model thread.",
+        "/v1/models and /metrics, text-embeddings-inference's /embed, /embed_all, /tokenize, /decode "
+        "and /info, an OpenAPI document at /openapi.json and Swagger UI at /docs; concurrent requests "
+        "are batched together on one thread per model.",
     )
     parser.add_argument(
         "--host", default=ServeOptions.host, help="address to bind (default 127.0.0.1: this machine only)"
