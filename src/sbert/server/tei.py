@@ -212,7 +212,7 @@ def token_vectors(model: Any, texts: list[str], truncate: bool, direction: str) 
         InputTooLong: a text is over the model's limit and ``truncate`` is false.
     """
     limit = model.max_seq_length
-    counts = model.token_counts(texts)
+    counts = model.token_counts(texts, prompt="")  # the prompt is in the texts already
     too_long = [i for i, count in enumerate(counts) if count > limit]
     if too_long and not truncate:
         raise InputTooLong(too_long[0], counts[too_long[0]], limit)
