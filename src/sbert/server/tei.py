@@ -190,7 +190,15 @@ async def similarity(service: Service, body: TEISimilarityRequest) -> Response:
 
 
 def refuse_left(direction: str, truncated: Sequence[int], name: Callable[[int], str]) -> None:
-    """422 when an input was cut and the client asked to keep its end, which sbert does not do."""
+    """422 when an input was cut and the client asked to keep its end, which sbert does not do.
+
+    Example:
+        >>> refuse_left("Left", [], INPUTS)  # nothing was cut: the direction does not matter
+        >>> refuse_left("left", [2], INPUTS)
+        Traceback (most recent call last):
+        ...
+        sbert.server.schemas.APIError: truncation_direction: Left is not supported, and inputs[2] is over ...
+    """
     if direction.lower() == "left" and truncated:
         raise APIError(
             422,
@@ -201,6 +209,12 @@ def refuse_left(direction: str, truncated: Sequence[int], name: Callable[[int], 
 
 
 def with_prompt(prompt: str, texts: list[str]) -> list[str]:
+    """The texts with ``prompt`` before each (``""``: as they are).
+
+    Example:
+        >>> with_prompt("query: ", ["rain", "sun"])
+        ['query: rain', 'query: sun']
+    """
     return [prompt + text for text in texts] if prompt else texts
 
 
@@ -228,7 +242,13 @@ def token_vectors(model: Any, texts: list[str], truncate: bool, direction: str) 
 
 
 def tokens_of(model: Any, texts: list[str], add_special_tokens: bool) -> list[list[dict[str, Any]]]:
-    """TEI's ``SimpleToken`` list of each text: id, text, special, character start and stop."""
+    """TEI's ``SimpleToken`` list of each text: id, text, special, character start and stop; runs on
+    the batcher's thread.
+
+    Example:
+        >>> tokens_of(model, ["Rain"], add_special_tokens=False)  # doctest: +SKIP
+        [[{'id': 4089, 'text': 'Rain', 'special': False, 'start': 0, 'stop': 4}]]
+    """
     transformer = model.transformer
     lowered = [text.lower() for text in texts] if transformer.do_lower_case else texts
     encoded = transformer.tokenizer(
