@@ -1,12 +1,14 @@
 """Load test of ``sbert serve``: throughput against direct ``encode()``, latency, and a 2× overload.
 
 A server process is started on 127.0.0.1 with the model and precision given; this process loads the
-same model for the direct side. Closed loop: C clients (asyncio streams, keep-alive, base64 vectors
-as the openai client asks) each send their next request as soon as the last one is answered, with 1
-or 32 STSb test sentences per request, until the phase's sentences (the first 1024; 400 for one
-sentence at concurrency 1) are sent; each phase alternates
-with a direct ``model.encode(same sentences, batch_size=32)`` for ``--repeats`` rounds, so the ratio
-compares both sides under the same machine noise (median of the per-round ratios). Open loop: requests
+same model for the direct side. Closed loop: C clients (asyncio streams, keep-alive) each send their
+next request as soon as the last one is answered, with 1 or 32 STSb test sentences per request, until
+the phase's sentences (the first 1024; 400 for one sentence at concurrency 1) are sent, asking for
+each of ``--formats`` in turn (``base64``: little-endian float32, as the openai client asks;
+``float``: JSON numbers, OpenAI's default); each phase alternates the formats with a direct
+``model.encode(same sentences, batch_size=32)`` for ``--repeats`` rounds, so the ratios compare the
+sides under the same machine noise (median of the per-round ratios, float to base64 too). The client
+parses every answer with orjson, whatever the format. Open loop (base64): requests
 of one sentence sent at twice the best closed-loop rate for ``--flood-seconds``, whatever the answers,
 and from the moment the sending stops a closed-loop probe at concurrency 16 counts, second by second,
 the sentences answered, to see when throughput is back. The load generator runs on uvloop, as the
@@ -38,6 +40,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import orjson
 import uvloop
 
 from alternating import alternating_order
@@ -122,11 +125,11 @@ class Pool:
                 connection[1].close()
 
 
-async def _send(pool: Pool, texts: list[str], phase: Phase) -> None:
+async def _send(pool: Pool, texts: list[str], phase: Phase, encoding_format: str = "base64") -> None:
     start = time.perf_counter()
     try:
         status, content = await asyncio.wait_for(
-            pool.post("/v1/embeddings", {"input": texts, "encoding_format": "base64"}), CLIENT_TIMEOUT
+            pool.post("/v1/embeddings", {"input": texts, "encoding_format": encoding_format}), CLIENT_TIMEOUT
         )
     except asyncio.TimeoutError:
         phase.statuses["timeout"] += 1
@@ -136,19 +139,21 @@ async def _send(pool: Pool, texts: list[str], phase: Phase) -> None:
         return
     phase.statuses[str(status)] += 1
     if status == 200:
-        assert len(json.loads(content)["data"]) == len(texts)
+        assert len(orjson.loads(content)["data"]) == len(texts)
         phase.latencies.append(time.perf_counter() - start)
         phase.sentences += len(texts)
 
 
-async def closed_loop(port: int, requests: list[list[str]], concurrency: int, phase: Phase) -> None:
+async def closed_loop(
+    port: int, requests: list[list[str]], concurrency: int, phase: Phase, encoding_format: str = "base64"
+) -> None:
     """``concurrency`` clients share the request list; each sends its next one when answered."""
     queue = iter(requests)
     pool = Pool(port, concurrency)
 
     async def worker() -> None:
         for texts in queue:
-            await _send(pool, texts, phase)
+            await _send(pool, texts, phase, encoding_format)
 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -260,6 +265,42 @@ def percentiles(latencies: list[float]) -> str:
     return f"{p50:.1f} | {p95:.1f} | {p99:.1f}"
 
 
+def flood_phase(
+    args: argparse.Namespace, port: int, pid: int, sentences: list[str], results: dict, rss: list[float]
+) -> dict:
+    """The open loop at twice the best closed-loop rate of one sentence per request (base64)."""
+    capacity = max(v["sentences_per_s"] for k, v in results.items() if k.startswith("size=1 "))
+    flood = Phase()
+    rss_before = rss_mib(pid)
+    flood_rss: list[float] = []
+    sent_rate, per_second = uvloop.run(
+        open_loop(port, sentences, 2 * capacity, args.flood_seconds, flood, pid, flood_rss)
+    )
+    rss += flood_rss
+    rss_flood = max(flood_rss)
+    normal = next(
+        (v["sentences_per_s"] for k, v in results.items() if k.startswith("size=1 concurrency=16 ")), capacity
+    )
+    recovered = next((s + 1 for s, n in enumerate(per_second) if n >= 0.8 * normal), None)
+    rss.append(rss_mib(pid))
+    summary = (
+        f"open loop: {2 * capacity:.0f} requests/s asked (2× {capacity:.0f}), {sent_rate:.0f}/s sent for "
+        f"{args.flood_seconds:.0f} s: statuses {dict(flood.statuses)}, p50/p95/p99 of 200s {percentiles(flood.latencies)} ms; "
+        f"server RSS {rss_before:.0f} MiB before, {rss_flood:.0f} MiB at most during it, at most {max(rss):.0f} MiB sampled; "
+        f"after the flood, sentences answered per second at concurrency 16: {per_second} "
+        f"(normal {normal:.0f}): back to ≥ 80% in {recovered} s"
+    )
+    return {
+        "asked_rate": 2 * capacity,
+        "sent_rate": sent_rate,
+        "statuses": dict(flood.statuses),
+        "rss_mib_before_after_max": [rss_before, rss_flood, max(rss)],
+        "recovery_per_second": per_second,
+        "recovered_within_s": recovered,
+        "summary": summary,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None, help="data directory (default: $SBERT_DATA)")
@@ -268,6 +309,9 @@ def main() -> None:
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrency", default="1,4,16,64")
+    parser.add_argument("--sizes", default="1,32", help="sentences per request, one phase each")
+    parser.add_argument("--formats", default="base64,float", help="encoding_format of each closed loop")
+    parser.add_argument("--no-flood", dest="flood", action="store_false", help="skip the open loop")
     parser.add_argument(
         "--server-args",
         default="",
@@ -298,67 +342,65 @@ def main() -> None:
             closed_loop(port, [sentences[i : i + 32] for i in range(0, len(sentences), 32)], 4, Phase())
         )
         rows, results = [], {}
-        for size in (1, 32):
+        formats = args.formats.split(",")
+        for size in [int(n) for n in args.sizes.split(",")]:
             for concurrency in [int(c) for c in args.concurrency.split(",")]:
                 # One sentence at a time is slow: that phase gets fewer sentences.
                 count = min(len(sentences), args.sentences if size > 1 or concurrency > 1 else 400)
                 texts = sentences[:count]
                 requests = [texts[i : i + size] for i in range(0, count, size)]
-                phase, ratios = Phase(), []
-                cpu = {"direct": 0.0, "server": 0.0, "client": 0.0}  # client: the load generator's share
-                batches_before = batch_totals(port)
+                phases = {name: Phase() for name in formats}
+                timings: dict[str, list[float]] = {name: [] for name in ["direct", *formats]}
+                cpu = {name: 0.0 for name in ["direct", *formats]}
+                client = {name: 0.0 for name in formats}  # the load generator's share
+                batches = {name: [0.0, 0.0, 0.0] for name in formats}
                 for repeat in range(args.repeats):
-                    timing = {}
-                    for side in alternating_order(["direct", "server"], repeat):
+                    for side in alternating_order(["direct", *formats], repeat):
+                        before = batch_totals(port) if side != "direct" else (0.0, 0.0, 0.0)
                         start, own, served = time.perf_counter(), time.process_time(), cpu_seconds(server.pid)
                         if side == "direct":
                             model.encode(texts, batch_size=32, show_progress_bar=False)
                         else:
-                            uvloop.run(closed_loop(port, requests, concurrency, phase))
-                            cpu["client"] += time.process_time() - own
-                        timing[side] = time.perf_counter() - start
+                            uvloop.run(closed_loop(port, requests, concurrency, phases[side], side))
+                            client[side] += time.process_time() - own
+                        timings[side].append(time.perf_counter() - start)
                         cpu[side] += time.process_time() - own + cpu_seconds(server.pid) - served
-                    ratios.append(timing["direct"] / timing["server"])
+                        if side != "direct":
+                            after = batch_totals(port)
+                            batches[side] = [t + a - b for t, a, b in zip(batches[side], after, before)]
                     rss.append(rss_mib(server.pid))
-                ratio = statistics.median(ratios)
-                batches = [after - before for after, before in zip(batch_totals(port), batches_before)]
-                per_batch = f"{batches[2] / batches[0]:.1f} requests, {batches[1] / batches[0]:.1f} sentences"
-                cpu_ratio = cpu["server"] / cpu["direct"]
-                client_ratio = cpu["client"] / cpu["direct"]
-                key = f"size={size} concurrency={concurrency}"
-                results[key] = {
-                    "sentences_per_s": phase.rate,
-                    "ratio_to_encode": ratio,
-                    "latency_ms_p50_p95_p99": [
-                        float(x) for x in np.percentile(np.array(phase.latencies) * 1000, [50, 95, 99])
-                    ],
-                    "statuses": dict(phase.statuses),
-                    "cpu_server_and_client_over_direct": cpu_ratio,
-                    "cpu_client_over_direct": client_ratio,
-                    "merged_batch_requests_sentences": [batches[2] / batches[0], batches[1] / batches[0]],
-                }
-                row = (
-                    f"| {size} | {concurrency} | {phase.rate:.0f} | {ratio:.2f}× | {percentiles(phase.latencies)} "
-                    f"| {dict(phase.statuses)} | {per_batch} | {cpu_ratio:.2f}× ({client_ratio:.2f}×) |"
-                )
-                rows.append(row)
-                print(row, flush=True)
-        capacity = max(v["sentences_per_s"] for k, v in results.items() if k.startswith("size=1 "))
-        flood = Phase()
-        rss_before = rss_mib(server.pid)
-        flood_rss: list[float] = []
-        sent_rate, per_second = uvloop.run(
-            open_loop(port, sentences, 2 * capacity, args.flood_seconds, flood, server.pid, flood_rss)
-        )
-        rss += flood_rss
-        rss_flood = max(flood_rss)
-        normal = (
-            results["size=1 concurrency=16"]["sentences_per_s"]
-            if "size=1 concurrency=16" in results
-            else capacity
-        )
-        recovered = next((s + 1 for s, n in enumerate(per_second) if n >= 0.8 * normal), None)
-        rss.append(rss_mib(server.pid))
+                for name in formats:
+                    phase = phases[name]
+                    ratio = statistics.median(d / t for d, t in zip(timings["direct"], timings[name]))
+                    counts = batches[name]
+                    per_batch = f"{counts[2] / counts[0]:.1f} requests, {counts[1] / counts[0]:.1f} sentences"
+                    cpu_ratio, client_ratio = cpu[name] / cpu["direct"], client[name] / cpu["direct"]
+                    key = f"size={size} concurrency={concurrency} format={name}"
+                    results[key] = {
+                        "sentences_per_s": phase.rate,
+                        "ratio_to_encode": ratio,
+                        "latency_ms_p50_p95_p99": [
+                            float(x) for x in np.percentile(np.array(phase.latencies) * 1000, [50, 95, 99])
+                        ],
+                        "statuses": dict(phase.statuses),
+                        "cpu_server_and_client_over_direct": cpu_ratio,
+                        "cpu_client_over_direct": client_ratio,
+                        "merged_batch_requests_sentences": [counts[2] / counts[0], counts[1] / counts[0]],
+                    }
+                    if name != formats[0]:  # this format's speed over the first's, round by round
+                        results[key][f"ratio_to_{formats[0]}"] = statistics.median(
+                            first / t for first, t in zip(timings[formats[0]], timings[name])
+                        )
+                    row = (
+                        f"| {size} | {concurrency} | {name} | {phase.rate:.0f} | {ratio:.2f}× "
+                        f"| {results[key].get(f'ratio_to_{formats[0]}', 1.0):.2f}× | {percentiles(phase.latencies)} "
+                        f"| {dict(phase.statuses)} | {per_batch} | {cpu_ratio:.2f}× ({client_ratio:.2f}×) |"
+                    )
+                    rows.append(row)
+                    print(row, flush=True)
+        open_loop_result: dict | None = None
+        if args.flood:
+            open_loop_result = flood_phase(args, port, server.pid, sentences, results, rss)
     finally:
         server.send_signal(signal.SIGTERM)
         code = server.wait(60)
@@ -368,18 +410,14 @@ def main() -> None:
         f"{model.name} {model.precision} ({model.backend}); median of {args.repeats} alternating repeats\n"
     )
     print(
-        "| sentences/request | concurrency | server sentences/s | ratio to direct encode | p50 ms | p95 ms "
-        "| p99 ms | statuses | merged batch (mean) | CPU time, server + client / direct (client alone) |"
+        "| sentences/request | concurrency | format | server sentences/s | ratio to direct encode "
+        f"| ratio to {formats[0]} | p50 ms | p95 ms | p99 ms | statuses | merged batch (mean) "
+        "| CPU time, server + client / direct (client alone) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
-    print(
-        f"\nopen loop: {2 * capacity:.0f} requests/s asked (2× {capacity:.0f}), {sent_rate:.0f}/s sent for "
-        f"{args.flood_seconds:.0f} s: statuses {dict(flood.statuses)}, p50/p95/p99 of 200s {percentiles(flood.latencies)} ms; "
-        f"server RSS {rss_before:.0f} MiB before, {rss_flood:.0f} MiB at most during it, at most {max(rss):.0f} MiB sampled; "
-        f"after the flood, sentences answered per second at concurrency 16: {per_second} "
-        f"(normal {normal:.0f}): back to ≥ 80% in {recovered} s; server exit status on SIGTERM {code}"
-    )
+    if open_loop_result is not None:
+        print(f"\n{open_loop_result.pop('summary')}; server exit status on SIGTERM {code}")
     Path(args.output).write_text(
         json.dumps(
             {
@@ -388,14 +426,7 @@ def main() -> None:
                 "precision": model.precision,
                 "backend": model.backend,
                 "closed_loop": results,
-                "open_loop": {
-                    "asked_rate": 2 * capacity,
-                    "sent_rate": sent_rate,
-                    "statuses": dict(flood.statuses),
-                    "rss_mib_before_after_max": [rss_before, rss_flood, max(rss)],
-                    "recovery_per_second": per_second,
-                    "recovered_within_s": recovered,
-                },
+                "open_loop": open_loop_result,
                 "server_exit_status": code,
             },
             indent=2,

@@ -52,6 +52,41 @@ def test_train_file_writes_a_loadable_model_log_and_results(
     assert (output / "training_log.jsonl").is_file()
 
 
+def test_train_file_keeps_the_best_ndcg_on_a_retrieval_dev_set(
+    pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sbert.data.beir import RetrievalSet
+
+    monkeypatch.delenv("SBERT_DATA", raising=False)
+    texts = sorted({text for a, b, _ in ROWS for text in (a, b)})
+    corpus = {f"d{i}": text for i, text in enumerate(texts)}
+    RetrievalSet("dev", corpus, {"q0": "a man plays"}, {"q0": {"d1": 1}}).save(tmp_path / "beir", split="dev")
+    output = tmp_path / "out"
+    argv = [
+        "train",
+        "file",
+        "--train",
+        str(pairs_file),
+        "--loss",
+        "mnrl",
+        "--dev-retrieval",
+        str(tmp_path / "beir"),
+    ]
+    argv += [
+        "--base",
+        str(trainable_model_dir),
+        "--output",
+        str(output),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "4",
+    ]
+    assert main([*argv, "--no-progress", "--device", "cpu"]) == 0
+    results = json.loads((output / "results.json").read_text())
+    assert 0.0 <= results["best_dev_ndcg@10"] <= 1.0 and "best_dev_spearman_cosine" not in results
+
+
 def test_bad_training_file_is_a_clear_error(
     tmp_path: Path, trainable_model_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -100,6 +100,14 @@ def test_the_evaluator_equals_sentence_transformers_with_prompts(prompted_dir: P
         assert ours[name] == pytest.approx(theirs[f"tiny_cosine_{name}"], abs=1e-6), name
 
 
+def test_the_training_evaluator_scores_as_evaluate_retrieval(tiny_encoder: SentenceEncoder) -> None:
+    from sbert.evaluation.retrieval import RetrievalEvaluator
+
+    evaluator = RetrievalEvaluator(SET)
+    assert evaluator(tiny_encoder) == pytest.approx(evaluate_retrieval(tiny_encoder, SET).metrics, abs=1e-9)
+    assert evaluator.primary_metric in evaluator(tiny_encoder)
+
+
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "binary"])
 def test_an_index_kind_is_scored_like_exact_search(tiny_encoder: SentenceEncoder, kind: str) -> None:
     exact = evaluate_retrieval(tiny_encoder, SET)

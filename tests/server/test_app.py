@@ -200,6 +200,16 @@ def test_prompt_name_on_the_embeddings_and_similarity_routes(prompted_dir: Path)
         )
         assert unknown.status_code == 422 and unknown.json()["error"]["param"] == "prompt_name"
         assert "'document', 'query'" in unknown.json()["error"]["message"]
+        # TEI's routes: the same prompts, the model's default one (query) without prompt_name.
+        tei = post(served, "/embed", {"inputs": SENTENCES, "prompt_name": "document"}).json()
+        documents = model.encode_document(SENTENCES)
+        np.testing.assert_allclose(
+            tei, documents / np.linalg.norm(documents, axis=1, keepdims=True), atol=1e-6
+        )
+        token_vectors = post(served, "/embed_all", {"inputs": SENTENCES}).json()
+        assert [len(row) for row in token_vectors] == model.token_counts(SENTENCES)  # query prompt in
+        tokens = post(served, "/tokenize", {"inputs": "rain", "prompt_name": "document"}).json()[0]
+        assert len(tokens) == model.token_counts(["rain"], prompt_name="document")[0]
     finally:
         served.terminate()
         served.wait_exit()

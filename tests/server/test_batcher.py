@@ -166,8 +166,8 @@ def test_bad_arguments_and_scores() -> None:
         BatchSettings(max_batch_tokens=0)
     with pytest.raises(ValueError, match="batch_wait_ms"):
         BatchSettings(batch_wait_ms=-1)
-    assert cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]])) == [1.0, 0.0]
-    assert ranked([0.2, 0.9, 0.2]) == [(1, 0.9), (0, 0.2), (2, 0.2)]
+    assert cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]])).tolist() == [1.0, 0.0]
+    assert [(i, float(s)) for i, s in ranked(np.array([0.2, 0.9, 0.2]))] == [(1, 0.9), (0, 0.2), (2, 0.2)]
 
 
 def test_jobs_with_different_prompts_never_share_a_batch(tiny_encoder: SentenceEncoder) -> None:

@@ -72,6 +72,23 @@ def test_rerank_uses_the_cross_encoder(full_server, folders) -> None:
     assert refused.status_code == 413 and refused.json()["error"]["param"] == "documents[1]"
 
 
+def test_tei_rerank_uses_the_cross_encoder_and_its_raw_logits(full_server, folders) -> None:
+    cross_encoder = CrossEncoder.from_pretrained(folders["cross"], device="cpu")
+    pairs = [("music", d) for d in CORPUS]
+    for raw in (False, True):
+        body = {"query": "music", "texts": CORPUS, "raw_scores": raw, "return_text": True}
+        ranks = httpx.post(f"{full_server.url}/rerank", json=body).json()
+        scores = cross_encoder.predict(pairs, apply_activation=not raw)
+        assert [r["index"] for r in ranks] == list(np.argsort(-scores, kind="stable"))
+        np.testing.assert_allclose([r["score"] for r in ranks], np.sort(scores)[::-1], atol=1e-6)
+        assert [r["text"] for r in ranks] == [CORPUS[r["index"]] for r in ranks]
+    other = httpx.post(f"{full_server.url}/rerank", json={"query": "a", "documents": ["b"], "model": "x"})
+    assert other.status_code == 404 and "(cross-encoder)" in other.json()["error"]["message"]
+    too_long = {"query": "music", "texts": ["rain", " ".join(["music"] * 80)]}  # TEI: truncate false
+    refused = httpx.post(f"{full_server.url}/rerank", json=too_long)
+    assert refused.status_code == 413 and refused.json()["error"]["param"] == "texts[1]"
+
+
 def start_fails(args: list[str]) -> str:
     process = ServerProcess(args)
     assert process.wait_exit(120) == 1

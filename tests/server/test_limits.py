@@ -29,6 +29,8 @@ def limited(tiny_model_dir: Path) -> Iterator[ServerProcess]:
         "64",
         "--max-batch-tokens",
         "64",
+        "--max-items",
+        "512",
     )
     args += ["--served-model-name", "tiny"]
     process = ServerProcess(args, env={"SBERT_API_KEY": KEY}).wait_ready()  # the key from the environment
@@ -53,6 +55,17 @@ def test_api_key_required_except_health(limited: ServerProcess) -> None:
         OpenAI(base_url=f"{limited.url}/v1", api_key="nope", max_retries=0).embeddings.create(
             input="a", model="m"
         )
+
+
+def test_docs_and_schema_need_no_key_and_the_schema_says_which_routes_do(limited: ServerProcess) -> None:
+    # A browser opening /docs cannot send the key; the document and Swagger UI's files hide nothing.
+    for path in ("/openapi.json", "/docs", "/docs/static/swagger-ui.css"):
+        assert httpx.get(f"{limited.url}{path}").status_code == 200, path
+    spec = httpx.get(f"{limited.url}/openapi.json").json()
+    assert spec["components"]["securitySchemes"] == {"bearer": {"type": "http", "scheme": "bearer"}}
+    assert spec["paths"]["/v1/embeddings"]["post"]["security"] == [{"bearer": []}]
+    assert "security" not in spec["paths"]["/health"]["get"]
+    assert spec["components"]["schemas"]["EmbeddingRequest"]["properties"]["input"]["maxItems"] == 512
 
 
 async def _flood(url: str, requests: int) -> list[httpx.Response]:

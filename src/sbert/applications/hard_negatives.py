@@ -132,12 +132,14 @@ def mine_hard_negatives(
         range_min: Skip this many of the best remaining candidates (likely unlabelled positives).
         range_max: Rank this many candidates per anchor (default: ``range_min + num_negatives +
             max_positives``, times 10 on ``num_negatives`` when a filter is set, as sentence-transformers).
-        max_score, min_score: Keep candidates scoring at most / at least this.
+        max_score: Keep candidates scoring at most this.
+        min_score: Keep candidates scoring at least this.
         absolute_margin: Keep candidates scoring below the anchor's lowest positive score by at least this.
         relative_margin: Keep candidates below ``positive − |positive| · relative_margin``.
         num_negatives: Negatives per anchor.
         sampling_strategy: ``top`` (the best remaining) or ``random`` (drawn from all that remain).
-        query_prompt_name, corpus_prompt_name: Other prompts than the model's query and document ones.
+        query_prompt_name: Another prompt than the model's query prompt, for the anchors.
+        corpus_prompt_name: Another prompt than the model's document prompt, for the corpus.
         include_positives: Let an anchor's own positives be its negatives (for reranking sets).
         output_format: ``n-tuple`` (anchor, positive, negative_1..k; rows short of k negatives are
             dropped) or ``triplet`` (one row per negative).

@@ -17,13 +17,20 @@ if TYPE_CHECKING:
     from sbert.encoder import SentenceEncoder
 
 
-def add_model_arguments(parser: argparse.ArgumentParser, precision: str = "auto") -> None:
-    """``--model``, ``--pooling``, ``--device``, ``--precision`` (default ``precision``), ``--backend``, ``--calibration``."""
+def add_model_arguments(
+    parser: argparse.ArgumentParser, precision: str = "auto", several: bool = False
+) -> None:
+    """``--model``, ``--pooling``, ``--device``, ``--precision`` (default ``precision``), ``--backend``, ``--calibration``.
+
+    ``several``: ``--model`` may be repeated (a list; ``sbert serve``), each optionally ``NAME=PATH``.
+    """
+    model_help = (
+        f"model directory, hub id (org/name) or {DEFAULT_MODEL!r} (default: the bundled {DEFAULT_MODEL})"
+    )
+    if several:
+        model_help += "; repeat it to serve several, each as NAME=PATH (the first is the default)"
     parser.add_argument(
-        "--model",
-        "-m",
-        default=None,
-        help=f"model directory, hub id (org/name) or {DEFAULT_MODEL!r} (default: the bundled {DEFAULT_MODEL})",
+        "--model", "-m", default=None, action="append" if several else "store", help=model_help
     )
     parser.add_argument("--pooling", choices=POOLING_MODES, default=None, help="override the model's pooling")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")

@@ -4,7 +4,6 @@ set, by exact search or through an index kind; the arguments are registered by `
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from sbert.cli.common import add_prompt_arguments
 from sbert.cli.index import KINDS
@@ -46,7 +45,7 @@ def run_retrieval(args: argparse.Namespace) -> int:
     import json
 
     from sbert.cli.common import load_model
-    from sbert.data.beir import downloaded_beir, proxy_set, read_beir
+    from sbert.data.beir import load_retrieval_set
     from sbert.evaluation.retrieval import embed_set, search_and_score, write_run
     from sbert.files import write_text_atomic
 
@@ -54,13 +53,7 @@ def run_retrieval(args: argparse.Namespace) -> int:
         raise ValueError(f"sbert evaluate retrieval needs a BEIR folder or one of {', '.join(PROXY_SETS)}")
     if args.prompt is not None:
         raise ValueError("retrieval takes prompts by name: --prompt-name (queries), --document-prompt-name")
-    folder = args.dataset
-    if args.dataset in PROXY_SETS:
-        dataset = proxy_set(args.dataset, args.data_dir)
-    else:
-        if args.dataset.lower() in BEIR_SETS and not Path(args.dataset).exists():
-            folder = downloaded_beir(args.dataset.lower(), args.data_dir)  # by name, from the data folder
-        dataset = read_beir(folder, args.split, skip_bad_lines=args.skip_bad_lines)
+    dataset = load_retrieval_set(args.dataset, args.data_dir, args.split, args.skip_bad_lines)
     model = load_model(args)
     embedded = embed_set(
         model, dataset, args.prompt_name, args.document_prompt_name, args.batch_size, show_progress_bar=True

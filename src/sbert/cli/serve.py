@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
 from sbert.server.settings import BatchSettings, Limits, ServeOptions, default
 
 API_KEY_ENV = "SBERT_API_KEY"
@@ -17,7 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="serve embeddings, similarity, search and rerank over HTTP",
         description="An OpenAI-compatible /v1/embeddings plus /similarity, /search, /rerank, /health, "
-        "/v1/models and /metrics; concurrent requests are batched together on one model thread.",
+        "/v1/models and /metrics, text-embeddings-inference's /embed, /embed_all, /tokenize, /decode "
+        "and /info, an OpenAPI document at /openapi.json and Swagger UI at /docs; concurrent requests "
+        "are batched together on one thread per model.",
     )
     parser.add_argument(
         "--host", default=ServeOptions.host, help="address to bind (default 127.0.0.1: this machine only)"
@@ -94,7 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--log-level", default=ServeOptions.log_level, choices=["debug", "info", "warning", "error"]
     )
-    add_model_arguments(parser)
+    add_model_arguments(parser, several=True)
     parser.set_defaults(handler=run)
 
 
@@ -121,14 +124,21 @@ def run(args: argparse.Namespace) -> int:
         batch_wait_ms=args.batch_wait_ms,
         pack=args.pack,
     )
-    model = load_model(args)
+    models = {}
+    for spec in args.model or [None]:
+        name, path = model_spec(spec)
+        if name in models:
+            raise ValueError(f"--model: two models named {name!r}; give each its own name (NAME=PATH)")
+        models[name] = load_model(argparse.Namespace(**{**vars(args), "model": path}))
+    (first, model), *more = models.items()
+    named_first = bool(args.model) and "=" in args.model[0]  # else named as before: the model's name
     options = ServeOptions(
         host=args.host,
         port=args.port,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         index=args.index,
         cross_encoder=args.cross_encoder,
-        model_id=args.served_model_name,
+        model_id=args.served_model_name or (first if named_first else None),
         max_concurrent_requests=args.max_concurrent_requests,
         batching=batching,
         limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
@@ -141,4 +151,19 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    return serve(model, options)
+    for name, other in more:
+        print(f"sbert serve: also {name}: {other.name} ({other.precision}, {other.backend})", file=sys.stderr)
+    return serve(model, options, dict(more))
+
+
+def model_spec(spec: str | None) -> tuple[str, str | None]:
+    """``NAME=PATH`` or ``PATH`` (named after its last part) to ``(name, path)``.
+
+    Examples:
+        >>> model_spec("small=models/minilm"), model_spec("models/minilm/")
+        (('small', 'models/minilm'), ('minilm', 'models/minilm/'))
+    """
+    if spec is None:
+        return DEFAULT_MODEL, None
+    name, _, path = spec.partition("=") if "=" in spec else ("", "", spec)
+    return name or Path(path.rstrip("/")).name or path, path

@@ -141,6 +141,13 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=TRAINING_FORMATS, default="auto")
     parser.add_argument("--dev", default=None, help="scored dev pairs (sentence1, sentence2, score)")
     parser.add_argument(
+        "--dev-retrieval",
+        default=None,
+        metavar="SET",
+        help="keep the best NDCG@10 on a retrieval set instead: a BEIR folder (its dev qrels), scifact, "
+        "nfcorpus (downloaded) or stsb-proxy / snli-proxy",
+    )
+    parser.add_argument(
         "--score-range", type=float, nargs=2, default=(0.0, 5.0), metavar=("LOW", "HIGH"), help="default 0 5"
     )
     parser.add_argument("--labels", default=None, help="softmax: comma-separated label set (default: NLI's)")
@@ -189,6 +196,7 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
             "loss": args.loss,
             "file_format": args.format,
             "dev_file": args.dev,
+            "dev_retrieval": args.dev_retrieval,
             "score_range": tuple(args.score_range),
             "distance": args.distance,
             "margin": args.margin,

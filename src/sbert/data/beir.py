@@ -74,11 +74,33 @@ def read_beir(folder: str | Path, split: str = "test", skip_bad_lines: bool = Fa
     return RetrievalSet(folder.name, corpus, {q: queries[q] for q in qrels}, qrels)
 
 
+def load_retrieval_set(
+    dataset: str | Path, data_dir: str | Path | None = None, split: str = "test", skip_bad_lines: bool = False
+) -> RetrievalSet:
+    """A proxy set by name (``stsb-proxy``, ``snli-proxy``), a downloaded BEIR set by name (``scifact``,
+    ``nfcorpus``), or a BEIR folder by path: what ``sbert evaluate retrieval`` and
+    ``sbert train --dev-retrieval`` take.
+
+    Examples:
+        >>> load_retrieval_set("stsb-proxy", "../shared/data").name
+        'stsb-proxy'
+    """
+    if str(dataset) in PROXY_SETS:
+        return proxy_set(str(dataset), data_dir)
+    folder = Path(dataset)
+    if str(dataset).lower() in BEIR_SETS and not folder.exists():
+        folder = downloaded_beir(str(dataset).lower(), data_dir)  # by name, from the data folder
+    return read_beir(folder, split, skip_bad_lines=skip_bad_lines)
+
+
 def downloaded_beir(name: str, data_dir: str | Path | None = None) -> Path:
     """The folder of a BEIR set ``sbert data download --only SciFact`` (or ``NFCorpus``) filled.
 
     Raises:
         MissingDataError: no data directory, or the set is not in it (the message says how to fetch it).
+
+    Not run by the tests: it needs SciFact downloaded (no internet here; tests/data fetch a small
+    BEIR zip from a 127.0.0.1 mirror instead).
 
     Examples:
         >>> downloaded_beir("scifact", "../shared/data")  # doctest: +SKIP

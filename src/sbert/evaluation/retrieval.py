@@ -219,6 +219,37 @@ def evaluate_retrieval(
     return search_and_score(embedded, index_kind, top_k)
 
 
+class RetrievalEvaluator:
+    """NDCG@10 and the other retrieval metrics of a model on a retrieval set, for the
+    :class:`~sbert.training.trainer.Trainer` (``sbert train --dev-retrieval``): the best model by NDCG@10
+    is kept. Exact search, the model's query and document prompts.
+
+    Examples:
+        >>> from sbert.data.beir import RetrievalSet
+        >>> tiny = RetrievalSet("tiny", {"d0": "A man plays a guitar.", "d1": "It rains."},
+        ...                     {"q0": "Who makes music?"}, {"q0": {"d0": 1}})
+        >>> evaluator = RetrievalEvaluator(tiny)
+        >>> evaluator.primary_metric
+        'ndcg@10'
+    """
+
+    primary_metric = "ndcg@10"
+
+    def __init__(
+        self, dataset: RetrievalSet, batch_size: int = 32, show_progress_bar: bool | None = False
+    ) -> None:
+        if not dataset.qrels:
+            raise ValueError(f"RetrievalEvaluator {dataset.name!r}: no judged query to evaluate")
+        self.dataset, self.batch_size, self.show_progress_bar = dataset, batch_size, show_progress_bar
+
+    def __call__(self, model: Any) -> dict[str, float]:
+        """``ndcg@10``, ``mrr@10``, ``map@100``, ``recall@1``, ``recall@10``, ``recall@100``."""
+        embedded = embed_set(
+            model, self.dataset, batch_size=self.batch_size, show_progress_bar=self.show_progress_bar
+        )
+        return search_and_score(embedded).metrics
+
+
 def write_run(run: Run, path: str | Path, tag: str = "sbert") -> None:
     """Write ``run`` as a TREC run file (``qid Q0 docid rank score tag``) that trec_eval reads."""
     lines = [

@@ -6,63 +6,46 @@ model work to the batcher's worker thread and awaits it, so the event loop only 
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import json
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import Route
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
-from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
+from sbert.server import tei
+from sbert.server.batcher import Embedded
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
+from sbert.server.openapi import DOCS_PAGE, build_spec, swagger_ui_dir
+from sbert.server.responses import JSONResponse, embedding_values
 from sbert.server.schemas import (
     APIError,
     EmbeddingRequest,
     RerankRequest,
     SearchRequest,
     SimilarityRequest,
+    TEIRerankRequest,
+    TEISimilarityRequest,
     parse_body,
+    rerank_shape,
+    similarity_shape,
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
-from sbert.server.settings import Limits
+from sbert.server.service import Service, Services, await_worker, read_body
 from sbert.truncation import truncate_embeddings
 
 
-@dataclass
-class Service:
-    """What the endpoints serve: the model (through its batcher), optional index and cross-encoder."""
-
-    model: Any  # SentenceEncoder, used only on the batcher's thread
-    batcher: Batcher
-    model_id: str
-    limits: Limits = field(default_factory=Limits)
-    index: Any = None  # VectorIndex
-    index_path: str | None = None
-    cross_encoder: Any = None  # CrossEncoder
-    created: int = field(default_factory=lambda: int(time.time()))
-
-    def check_model(self, name: str | None) -> None:
-        """Refuse a request for another model rather than answer it with this one."""
-        if name is not None and name not in (self.model_id, self.model.name):
-            raise APIError(
-                404, f"model: {name!r} is not served here; this server runs {self.model_id!r}", "model"
-            )
-
-
-def create_app(service: Service, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
+def create_app(services: Service | Services, api_key: str | None = None, max_concurrent: int = 512) -> Gate:
     """The ASGI app: Starlette routes behind a :class:`~sbert.server.gate.Gate`.
 
     Starlette rather than FastAPI: the bodies are parsed by ``schemas.parse_body`` anyway, and
     FastAPI's per-request machinery cost about 0.2 ms of CPU, a tenth of a 2-core machine at 1000
-    requests/s.
+    requests/s. With several models, a request picks one by ``model`` (none: the first).
 
     Not run by the tests: ``service`` is a loaded model service and ``uvicorn.run`` serves until
     stopped (tests/server runs a real server process).
@@ -71,9 +54,17 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
         >>> app = create_app(service, api_key="secret")  # doctest: +SKIP
         >>> uvicorn.run(app, host="127.0.0.1", port=8000)  # doctest: +SKIP
     """
-    metrics = Metrics(queue_depth=lambda: service.batcher.queued_items, in_flight=lambda: gate.in_flight)
-    service.batcher.on_batch = metrics.batch
-    service.batcher.in_flight = lambda: gate.in_flight
+    if isinstance(services, Service):
+        services = Services([services])
+    served = services
+    service = services.default  # the index, the cross-encoder and TEI's routes are the first model's
+    metrics = Metrics(queue_depth=lambda: served.queued_items, in_flight=lambda: gate.in_flight)
+    for each in services.all:
+        each.batcher.on_batch = metrics.batch
+        # Each batcher waits under load for as many requests as the server holds, whatever their
+        # model: with several models busy at once a batch may wait its batch_wait_ms for nothing.
+        each.batcher.in_flight = lambda: gate.in_flight
+        each.max_concurrent = max_concurrent
     limits = service.limits
 
     async def api_error(_: Request, error: Exception) -> Response:
@@ -92,90 +83,90 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     async def server_error(_: Request, error: Exception) -> Response:  # a bug: still JSON, logged
         return await api_error(_, APIError(500, f"internal error: {type(error).__name__}: {error}"))
 
-    async def embed(
-        texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
-    ) -> Embedded:
-        return await _await_worker(
-            service.batcher, lambda: service.batcher.embed(texts, truncate, prompt), name
-        )
-
-    def prompt_text(prompt_name: str | None, query: bool = False) -> str:
-        """The text put before each input ("": none); an unknown name is a 422 listing the model's."""
-        model = service.model
-        try:
-            text = model.query_prompt(prompt_name) if query else model.prompts.resolve(prompt_name)
-        except ValueError as error:
-            raise APIError(422, str(error), "prompt_name") from None
-        return text or ""
-
     async def embeddings(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), EmbeddingRequest, limits.max_items)
-        service.check_model(body.model)
-        if body.dimensions is not None and body.dimensions > service.model.dim:
+        chosen = served.pick(body.model)
+        if body.dimensions is not None and body.dimensions > chosen.model.dim:
             raise APIError(
                 422,
-                f"dimensions: {body.dimensions} is more than the model's {service.model.dim}",
+                f"dimensions: {body.dimensions} is more than the model's {chosen.model.dim}",
                 "dimensions",
             )
         name = "input[{}]".format
-        result = await embed(body.input, body.truncate, name, prompt_text(body.prompt_name))
+        result = await chosen.embed(body.input, body.truncate, name, chosen.prompt(body.prompt_name))
         vectors = result.vectors
         if body.dimensions is not None:  # OpenAI's shortening: keep the first d, unit length again
             vectors = truncate_embeddings(vectors, body.dimensions)
-        if body.encoding_format == "base64":
-            values: list[Any] = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
-        else:
-            values = vectors.tolist()
+        values = embedding_values(vectors, body.encoding_format)
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(values)]
         return _json(
             {
                 "object": "list",
                 "data": data,
-                "model": service.model_id,
+                "model": chosen.model_id,
                 **_usage(result),
                 **_truncated(result, name),
             }
         )
 
     async def similarity(request: Request) -> Response:
-        body = parse_body(await read_body(request, limits), SimilarityRequest, limits.max_items)
-        service.check_model(body.model)
+        body = parse_body(await read_body(request, limits), similarity_shape, limits.max_items)
+        if isinstance(body, TEISimilarityRequest):
+            return await tei.similarity(service, body)
+        assert isinstance(body, SimilarityRequest)
+        chosen = served.pick(body.model)
         texts = [body.source_sentence, *body.sentences]
         name = _names("source_sentence", "sentences")
-        result = await embed(texts, body.truncate, name, prompt_text(body.prompt_name))
+        result = await chosen.embed(texts, body.truncate, name, chosen.prompt(body.prompt_name))
         scores = cosine_scores(result.vectors[0], result.vectors[1:])
         return _json(
-            {"scores": scores, "model": service.model_id, **_usage(result), **_truncated(result, name)}
+            {"scores": scores, "model": chosen.model_id, **_usage(result), **_truncated(result, name)}
         )
 
     async def search(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), SearchRequest, limits.max_items)
-        service.check_model(body.model)
-        index = service.index
+        chosen = served.pick(body.model)
+        index = chosen.index
         if index is None:
             raise APIError(404, "no index is loaded: start the server with --index DIR")
         name = _names("query", "")
-        result = await embed([body.query], body.truncate, name, prompt_text(body.prompt_name, query=True))
-        hits = await _await_worker(
-            service.batcher,
-            lambda: service.batcher.call(
+        result = await chosen.embed(
+            [body.query], body.truncate, name, chosen.prompt(body.prompt_name, query=True)
+        )
+        hits = await await_worker(
+            chosen.batcher,
+            lambda: chosen.batcher.call(
                 lambda: index.search(index.query_vectors(result.vectors), body.top_k)[0]
             ),
         )
         results = [
-            {"corpus_id": h.corpus_id, "score": h.score, "text": index.text(h.corpus_id)} for h in hits
+            {"corpus_id": h.corpus_id, "score": np.float32(h.score), "text": index.text(h.corpus_id)}
+            for h in hits
         ]
         return _json(
-            {"results": results, "model": service.model_id, **_usage(result), **_truncated(result, name)}
+            {"results": results, "model": chosen.model_id, **_usage(result), **_truncated(result, name)}
         )
 
     async def rerank(request: Request) -> Response:
-        body = parse_body(await read_body(request, limits), RerankRequest, limits.max_items)
+        body = parse_body(await read_body(request, limits), rerank_shape, limits.max_items)
+        if isinstance(body, TEIRerankRequest):
+            return await tei.rerank(service, body)
+        assert isinstance(body, RerankRequest)
         cross_encoder = service.cross_encoder
         if cross_encoder is not None:
-            if body.model is not None and body.model not in (cross_encoder.name, service.model_id):
-                raise APIError(404, f"model: {body.model!r} is not served here", "model")
-            scores = await _await_worker(
+            if (
+                body.model is not None
+                and body.model != cross_encoder.name
+                and body.model not in served.by_name
+            ):
+                listed = ", ".join(repr(each.model_id) for each in served.all)
+                raise APIError(
+                    404,
+                    f"model: {body.model!r} is not served here; this server runs "
+                    f"{cross_encoder.name!r} (cross-encoder) and {listed}",
+                    "model",
+                )
+            scores = await await_worker(
                 service.batcher,
                 lambda: service.batcher.call(
                     lambda: cross_encoder_scores(cross_encoder, body.query, body.documents, body.truncate),
@@ -185,14 +176,14 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             )
             scorer, name, extra = "cross-encoder", cross_encoder.name, {}
         else:
-            service.check_model(body.model)
+            chosen = served.pick(body.model)
             texts = [body.query, *body.documents]
             names = _names("query", "documents")
-            result = await embed(texts, body.truncate, names)
+            result = await chosen.embed(texts, body.truncate, names)
             scores = cosine_scores(result.vectors[0], result.vectors[1:])
             scorer, name, extra = (
                 "bi-encoder",
-                service.model_id,
+                chosen.model_id,
                 {**_usage(result), **_truncated(result, names)},
             )
         results = [
@@ -220,17 +211,30 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
                 "packed_batches": service.batcher.settings.pack and plan.packs,
                 "index": service.index_path,
                 "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
-                "queued_items": service.batcher.queued_items,
+                "queued_items": served.queued_items,
+                "models": [each.model_id for each in served.all],
             }
         )
 
     async def models(_: Request) -> Response:
-        names = [service.model_id] + ([service.cross_encoder.name] if service.cross_encoder else [])
+        names = [each.model_id for each in served.all]
+        names += [service.cross_encoder.name] if service.cross_encoder else []
         data = [{"id": n, "object": "model", "created": service.created, "owned_by": "sbert"} for n in names]
         return _json({"object": "list", "data": data})
 
     async def prometheus(_: Request) -> Response:
         return Response(metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    spec = JSONResponse(build_spec(limits, api_key is not None, service.model_id)).body
+    docs_files = swagger_ui_dir()
+
+    async def openapi(_: Request) -> Response:
+        return Response(spec, media_type="application/json")
+
+    async def docs(_: Request) -> Response:
+        if docs_files is None:
+            raise APIError(404, "/docs needs Swagger UI's files: pip install swagger-ui-py (the serve extra)")
+        return HTMLResponse(DOCS_PAGE.format(title=service.model_id))
 
     app = Starlette(
         routes=[
@@ -241,6 +245,10 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
             Route("/health", health, methods=["GET"]),
             Route("/v1/models", models, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
+            *tei.tei_routes(service),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/docs", docs, methods=["GET"]),
+            *([Mount("/docs/static", StaticFiles(directory=docs_files))] if docs_files else []),
         ],
         exception_handlers={
             APIError: api_error,
@@ -251,45 +259,6 @@ def create_app(service: Service, api_key: str | None = None, max_concurrent: int
     )
     gate = Gate(app, metrics, api_key, max_concurrent, retry_after=service.batcher.retry_after)
     return gate
-
-
-async def read_body(request: Request, limits: Limits) -> bytes:
-    """The body, refused with 413 as soon as it passes ``max_body_bytes`` (declared or streamed)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise APIError(413, f"body: {declared} bytes, more than the limit of {limits.max_body_bytes}", "body")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limits.max_body_bytes:
-            raise APIError(413, f"body: more than the limit of {limits.max_body_bytes} bytes", "body")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _await_worker(
-    batcher: Batcher,
-    submit: Callable[[], Any],
-    name: Callable[[int], str] = str,
-) -> Any:
-    """Queue work on the batcher and await it; queue and model errors become HTTP errors."""
-    try:
-        future = submit()
-    except Overloaded as error:
-        raise APIError(429, str(error), headers={"retry-after": str(error.retry_after)}) from None
-    except ServerClosed as error:
-        raise APIError(503, str(error), headers={"connection": "close"}) from None
-    try:
-        return await asyncio.wrap_future(future)
-    except InputTooLong as error:
-        param = name(error.index)
-        raise APIError(
-            413,
-            f"{param}: {error.tokens} tokens, more than the model's limit of {error.limit} "
-            "(send truncate: true to cut it)",
-            param,
-            "input_too_long",
-        ) from None
 
 
 def _usage(result: Embedded) -> dict[str, Any]:
@@ -307,4 +276,4 @@ def _names(first: str, rest: str) -> Callable[[int], str]:
 
 
 def _json(payload: dict[str, Any]) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), media_type="application/json")
+    return JSONResponse(payload)  # numpy arrays and scalars written by orjson, no float loop

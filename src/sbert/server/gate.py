@@ -13,12 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from sbert.server.metrics import Metrics
+from sbert.server.openapi import OPEN_PATHS, OPERATIONS
 from sbert.server.schemas import APIError
 
-ENDPOINTS = frozenset(
-    ["/v1/embeddings", "/similarity", "/search", "/rerank", "/health", "/v1/models", "/metrics"]
-)
-OPEN_PATHS = frozenset(["/health"])  # liveness probes carry no key
+ENDPOINTS = frozenset(op.path for op in OPERATIONS) | {"/openapi.json", "/docs"}
+DOCS_FILES = "/docs/static/"  # Swagger UI's files: a browser loads them without the key
 
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
@@ -84,7 +83,8 @@ class Gate:
     def _refusal(self, scope: Scope) -> APIError | None:
         if self.draining:
             return APIError(503, "the server is shutting down", headers={"connection": "close"})
-        if self._expected is not None and scope["path"] not in OPEN_PATHS:
+        path = scope["path"]
+        if self._expected is not None and path not in OPEN_PATHS and not path.startswith(DOCS_FILES):
             given = next((value for key, value in scope["headers"] if key == b"authorization"), b"")
             if not hmac.compare_digest(given, self._expected):  # constant time: no timing oracle
                 return APIError(

@@ -10,6 +10,7 @@ import json
 import logging
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -17,9 +18,10 @@ from typing import Any
 import uvicorn
 
 from sbert.errors import ModelLoadError
-from sbert.server.app import Service, create_app
+from sbert.server.app import create_app
 from sbert.server.batcher import Batcher
 from sbert.server.gate import Gate
+from sbert.server.service import Service, Services
 from sbert.server.settings import ServeOptions
 
 logger = logging.getLogger("sbert")
@@ -103,10 +105,20 @@ def load_cross_encoder(path: str) -> Any:
     return cross_encoder
 
 
-def serve(model: Any, options: ServeOptions) -> int:
-    """Serve until SIGTERM (drained) or SIGINT; returns the exit status."""
-    service = build_service(model, options)
-    app = create_app(service, options.api_key, options.max_concurrent_requests)
+def serve(model: Any, options: ServeOptions, more: dict[str, Any] | None = None) -> int:
+    """Serve until SIGTERM (drained) or SIGINT; returns the exit status.
+
+    ``more``: further models by name, each with its own batcher (a request picks one by ``model``);
+    ``model`` is the default, and the one the index and the cross-encoder go with.
+    """
+    services = Services(
+        [build_service(model, options)]
+        + [
+            build_service(other, replace(options, index=None, cross_encoder=None, model_id=name))
+            for name, other in (more or {}).items()
+        ]
+    )
+    app = create_app(services, options.api_key, options.max_concurrent_requests)
     config = uvicorn.Config(
         app,
         host=options.host,
@@ -116,11 +128,13 @@ def serve(model: Any, options: ServeOptions) -> int:
         timeout_graceful_shutdown=int(options.drain_timeout),
     )
     server = DrainingServer(config, app, options.drain_timeout)
-    service.batcher.start()
+    for service in services.all:
+        service.batcher.start()
     try:
         server.run()
     finally:
-        service.batcher.close(timeout=options.drain_timeout)
+        for service in services.all:
+            service.batcher.close(timeout=options.drain_timeout)
     return 0 if server.started else 1
 
 

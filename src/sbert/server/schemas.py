@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError
@@ -57,7 +58,12 @@ def _one_or_many(value: Any) -> Any:
 
 
 Texts = Annotated[list[StrictStr], Field(min_length=1)]
-OneOrMoreTexts = Annotated[list[StrictStr], BeforeValidator(_one_or_many), Field(min_length=1)]
+# The OpenAPI schema says what a client may send (a string or a list), not what it becomes.
+OneOrMoreTexts = Annotated[
+    list[StrictStr],
+    BeforeValidator(_one_or_many, json_schema_input_type=str | list[str]),
+    Field(min_length=1),
+]
 
 
 class _Body(BaseModel):
@@ -108,12 +114,114 @@ class RerankRequest(_Body):
     truncate: bool = True
 
 
-LIST_FIELDS = ("input", "sentences", "documents")
+# text-embeddings-inference's bodies (TEI 1.x), field for field. Unlike sbert's own routes, TEI
+# refuses an input over the model's limit unless the body says ``truncate: true``.
+Direction = Literal["Right", "Left", "right", "left"]
+
+
+class EmbedRequest(_Body):
+    """TEI's ``POST /embed``: one vector per input."""
+
+    inputs: OneOrMoreTexts
+    normalize: bool = True
+    truncate: bool | None = False
+    truncation_direction: Direction = "Right"
+    prompt_name: StrictStr | None = None
+    dimensions: Annotated[int, Field(ge=1)] | None = None
+
+
+class EmbedAllRequest(_Body):
+    """TEI's ``POST /embed_all``: every token's vector of each input, no pooling."""
+
+    inputs: OneOrMoreTexts
+    truncate: bool | None = False
+    truncation_direction: Direction = "Right"
+    prompt_name: StrictStr | None = None
+
+
+class TokenizeRequest(_Body):
+    """TEI's ``POST /tokenize``: each input's tokens with their character offsets."""
+
+    inputs: OneOrMoreTexts
+    add_special_tokens: bool = True
+    prompt_name: StrictStr | None = None
+
+
+TokenIds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+
+
+class DecodeRequest(_Body):
+    """TEI's ``POST /decode`` of one list of token ids: ``["text"]``."""
+
+    ids: TokenIds
+    skip_special_tokens: bool = True
+
+
+class DecodeBatchRequest(_Body):
+    """TEI's ``POST /decode`` of several lists of token ids: a text for each."""
+
+    ids: Annotated[list[TokenIds], Field(min_length=1)]
+    skip_special_tokens: bool = True
+
+
+class TEIRerankRequest(_Body):
+    """TEI's ``POST /rerank`` (a body with ``texts``): ``[{"index", "score"[, "text"]}]``, best first."""
+
+    query: StrictStr
+    texts: Texts
+    raw_scores: bool = False
+    return_text: bool = False
+    truncate: bool | None = False
+    truncation_direction: Direction = "Right"
+
+
+class SimilarityInput(_Body):
+    source_sentence: StrictStr
+    sentences: Texts
+
+
+class SimilarityParameters(_Body):
+    prompt_name: StrictStr | None = None
+    truncate: bool | None = False
+    truncation_direction: Direction = "Right"
+
+
+class TEISimilarityRequest(_Body):
+    """TEI's ``POST /similarity`` (a body with ``inputs``): ``[cosine, ...]``, one per sentence."""
+
+    inputs: SimilarityInput
+    parameters: SimilarityParameters | None = None
+
+
+LIST_FIELDS = ("input", "sentences", "documents", "inputs", "texts", "ids")
 Body = TypeVar("Body", bound=_Body)
 
 
-def parse_body(raw: bytes, schema: type[Body], max_items: int) -> Body:
-    """Decode, count and validate a request body; raises :class:`APIError` 400, 413 or 422."""
+def rerank_shape(data: dict[str, Any]) -> type[_Body]:
+    """``/rerank`` takes Cohere's body (``documents``) or TEI's (``texts``)."""
+    return TEIRerankRequest if "texts" in data else RerankRequest
+
+
+def similarity_shape(data: dict[str, Any]) -> type[_Body]:
+    """``/similarity`` takes sbert's body or TEI's (everything under ``inputs``)."""
+    return TEISimilarityRequest if "inputs" in data else SimilarityRequest
+
+
+def decode_shape(data: dict[str, Any]) -> type[_Body]:
+    """``/decode`` takes one list of ids or a list of lists (told apart here, so that an error names
+    ``ids[3]`` or ``ids[1][3]``, not a branch of a union)."""
+    ids = data.get("ids")
+    many = isinstance(ids, list) and any(isinstance(item, list) for item in ids)
+    return DecodeBatchRequest if many else DecodeRequest
+
+
+def parse_body(
+    raw: bytes, schema: type[Body] | Callable[[dict[str, Any]], type[Body]], max_items: int
+) -> Body:
+    """Decode, count and validate a request body; raises :class:`APIError` 400, 413 or 422.
+
+    ``schema`` is the body's model, or a function of the decoded object that picks one (``/rerank``).
+    """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -140,10 +248,11 @@ def parse_body(raw: bytes, schema: type[Body], max_items: int) -> Body:
             raise APIError(
                 413, f"{name}: {len(items)} items, more than the limit of {max_items} per request", name
             )
+    model: type[BaseModel] = schema if isinstance(schema, type) else schema(data)
     try:
-        return schema.model_validate(data)
+        return model.model_validate(data)  # type: ignore[return-value]
     except ValidationError as error:
-        raise validation_error(error, schema) from None
+        raise validation_error(error, model) from None
 
 
 def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIError:
@@ -158,7 +267,7 @@ def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIErro
         message = f"{param}: required"
     elif kind == "too_short":
         message = f"{param}: must not be empty"
-    elif param in LIST_FIELDS and kind == "list_type":
+    elif param in ("input", "sentences", "documents", "inputs") and kind == "list_type":
         message = f"{param}: expected a string or a list of strings, got {_json_type(first['input'])}"
     else:
         message = (

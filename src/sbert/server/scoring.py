@@ -10,21 +10,24 @@ import numpy as np
 from sbert.server.batcher import InputTooLong
 
 
-def cosine_scores(query: np.ndarray, others: np.ndarray) -> list[float]:
-    """Cosine similarity of ``query`` (dim,) to each row of ``others`` (n, dim).
+def cosine_scores(query: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Cosine similarity of ``query`` (dim,) to each row of ``others`` (n, dim), as float32 (the
+    answer writes the array in one call, :mod:`sbert.server.responses`).
 
     Examples:
-        >>> cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]]))
+        >>> cosine_scores(np.array([1.0, 0.0]), np.array([[2.0, 0.0], [0.0, 3.0]])).tolist()
         [1.0, 0.0]
     """
     norms = np.linalg.norm(others, axis=1) * np.linalg.norm(query)
-    return (others @ query / np.maximum(norms, 1e-12)).astype(float).tolist()
+    return (others @ query / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def cross_encoder_scores(
-    cross_encoder: Any, query: str, documents: Sequence[str], truncate: bool = True
-) -> list[float]:
-    """The cross-encoder's score of each ``(query, document)`` pair; runs on the batcher's thread.
+    cross_encoder: Any, query: str, documents: Sequence[str], truncate: bool = True, raw: bool = False
+) -> np.ndarray:
+    """The cross-encoder's score of each ``(query, document)`` pair, float32; runs on the batcher's thread.
+
+    ``raw``: the logit, not the sigmoid of it (TEI's ``raw_scores``).
 
     Raises:
         InputTooLong: ``truncate=False`` and a pair is longer than the model's limit (the index is
@@ -38,15 +41,17 @@ def cross_encoder_scores(
         for index, row in enumerate(ids):
             if len(row) > cross_encoder.max_seq_length:
                 raise InputTooLong(index, len(row), cross_encoder.max_seq_length)
-    return cross_encoder.predict(pairs, batch_size=32).astype(float).tolist()
+    return np.asarray(cross_encoder.predict(pairs, batch_size=32, apply_activation=not raw), dtype=np.float32)
 
 
-def ranked(scores: Sequence[float], top_n: int | None = None) -> list[tuple[int, float]]:
-    """``(index, score)`` best first, ties in input order, the first ``top_n``.
+def ranked(scores: np.ndarray, top_n: int | None = None) -> list[tuple[int, np.floating]]:
+    """``(index, score)`` best first, ties in input order, the first ``top_n``; the scores stay numpy
+    scalars of the array's type (float32 is written as float32's shortest text).
 
     Examples:
-        >>> ranked([0.2, 0.9, 0.2], top_n=2)
+        >>> [(i, float(s)) for i, s in ranked(np.array([0.2, 0.9, 0.2]), top_n=2)]
         [(1, 0.9), (0, 0.2)]
     """
-    order = np.argsort(-np.asarray(scores), kind="stable")[:top_n]
-    return [(int(i), float(scores[i])) for i in order]
+    scores = np.asarray(scores)
+    order = np.argsort(-scores, kind="stable")[:top_n]
+    return [(int(i), scores[i]) for i in order]

@@ -29,6 +29,7 @@ from typing import Any
 
 from sbert.cross_encoder import CrossEncoder
 from sbert.data import read_snli_senteval, read_stsb
+from sbert.data.beir import load_retrieval_set
 from sbert.data.nli import nli_triplets, read_nli_jsonl
 from sbert.data.records import NLI_LABELS, LabeledPair
 from sbert.data.training_files import (
@@ -40,6 +41,7 @@ from sbert.data.training_files import (
 from sbert.encoder import SentenceEncoder
 from sbert.evaluation import SimilarityEvaluator
 from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
+from sbert.evaluation.retrieval import RetrievalEvaluator
 from sbert.files import write_text_atomic
 from sbert.hub import DEFAULT_MODEL
 from sbert.losses import (
@@ -104,6 +106,9 @@ class RecipeConfig:
     loss: FileLoss | None = None
     file_format: TrainingFormat = "auto"
     dev_file: str | None = None
+    dev_retrieval: str | None = (
+        None  # a BEIR folder, a downloaded BEIR set or a proxy set: keep the best NDCG@10
+    )
     score_range: tuple[float, float] = (0.0, 5.0)
     labels: Sequence[str] = field(default_factory=lambda: list(NLI_LABELS))
     distance: TripletDistance = "euclidean"
@@ -252,7 +257,9 @@ def subsample(examples: Sequence[Any], count: int | None, seed: int) -> list[Any
     return [examples[i] for i in chosen]
 
 
-def _dev_evaluator(config: RecipeConfig) -> SimilarityEvaluator | None:
+def _dev_evaluator(config: RecipeConfig) -> SimilarityEvaluator | RetrievalEvaluator | None:
+    if config.dev_retrieval:
+        return RetrievalEvaluator(load_retrieval_set(config.dev_retrieval, config.data_dir, split="dev"))
     if config.dev_file:
         return SimilarityEvaluator(read_scored_pairs(config.dev_file, config.score_range), name="dev")
     try:
@@ -260,6 +267,12 @@ def _dev_evaluator(config: RecipeConfig) -> SimilarityEvaluator | None:
     except FileNotFoundError as error:
         logger.warning("no dev set (%s): the final model is kept, not the best", error)
         return None
+
+
+def _best_dev_key(config: RecipeConfig, recipe: str) -> str:
+    if config.dev_retrieval:
+        return "best_dev_ndcg@10"
+    return "best_dev_spearman" + ("" if recipe == "cross-stsb" else "_cosine")
 
 
 def _report(
@@ -279,7 +292,7 @@ def _report(
         "steps": result.global_step,
         "seconds": round(result.seconds, 1),
         "bf16": config.bf16,
-        "best_dev_spearman" + ("" if recipe == "cross-stsb" else "_cosine"): result.best_score,
+        _best_dev_key(config, recipe): result.best_score,
         "best_step": result.best_step,
     }
     evaluate: SimilarityEvaluator | None = None

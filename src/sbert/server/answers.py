@@ -1,0 +1,194 @@
+"""What each endpoint answers, as schemas: the OpenAPI document's answers and errors come from these.
+
+The handlers build their answers as plain dicts and arrays (written by orjson in one call,
+:mod:`sbert.server.responses`); running every answer through these models would cost more than the
+answer itself. Instead the tests validate real answers against the published schema, so the two
+cannot drift apart. ``extra="forbid"``: a field the schema does not name fails that test.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(_Answer):
+    message: str = Field(description="What was wrong, starting with the field and item: `input[3]: ...`")
+    type: str = Field(description="`invalid_request_error`, `not_found_error`, `rate_limit_error`, ...")
+    param: str | None = Field(description="The field and item, `input[3]`, or `body`")
+    code: str | None = Field(description="A machine-readable reason where there is one (`input_too_long`)")
+
+
+class ErrorBody(_Answer):
+    """Every error, whatever its status (OpenAI's shape)."""
+
+    error: ErrorDetail
+
+
+class Usage(_Answer):
+    prompt_tokens: int = Field(ge=0, description="Tokens the model read, special tokens included")
+    total_tokens: int = Field(ge=0)
+
+
+class Truncated(_Answer):
+    param: str = Field(description="The input cut to the model's limit: `input[3]`")
+    tokens: int = Field(ge=0, description="Its tokens before the cut")
+
+
+class _Embedded(_Answer):
+    model: str
+    usage: Usage
+    truncated: list[Truncated] = Field(description="The inputs cut to the model's limit (empty: none)")
+
+
+class EmbeddingItem(_Answer):
+    object: Literal["embedding"]
+    index: int = Field(ge=0)
+    embedding: list[float] | str = Field(
+        description="Numbers (float32 written exactly), or base64 of little-endian float32"
+    )
+
+
+class EmbeddingResponse(_Embedded):
+    """OpenAI's embeddings answer, plus ``truncated``."""
+
+    object: Literal["list"]
+    data: list[EmbeddingItem]
+
+
+class SimilarityResponse(_Embedded):
+    scores: list[float] = Field(description="Cosine of each sentence to `source_sentence`, in order")
+
+
+class SearchHit(_Answer):
+    corpus_id: int
+    score: float
+    text: str | None = Field(description="The indexed text (null: the index keeps none)")
+
+
+class SearchResponse(_Embedded):
+    results: list[SearchHit] = Field(description="Best first")
+
+
+class RerankDocument(_Answer):
+    text: str
+
+
+class RerankResult(_Answer):
+    index: int = Field(ge=0, description="The document's position in `documents`")
+    relevance_score: float
+    document: RerankDocument | None = Field(None, description="Present with `return_documents`")
+
+
+class RerankResponse(_Answer):
+    """Cohere's and Jina's rerank answer; ``usage`` and ``truncated`` with the bi-encoder."""
+
+    results: list[RerankResult] = Field(description="Best first, ties in input order")
+    model: str
+    scorer: Literal["bi-encoder", "cross-encoder"]
+    usage: Usage | None = None
+    truncated: list[Truncated] | None = None
+
+
+class Health(_Answer):
+    """The default (first) model's details, and every served model's name."""
+
+    status: Literal["ok"]
+    model: str
+    dimension: int
+    max_input_tokens: int
+    precision: str
+    backend: str
+    engine: dict[str, Any] = Field(description="What encode() runs: backend, precision, graph, ...")
+    packed_batches: bool = Field(description="Whether merged batches run as packed rows")
+    index: str | None
+    cross_encoder: str | None
+    queued_items: int = Field(description="Sentences waiting, all models together")
+    models: list[str] = Field(description="The served models' names; the first is the default")
+
+
+class ModelCard(_Answer):
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+
+
+class ModelList(_Answer):
+    object: Literal["list"]
+    data: list[ModelCard]
+
+
+class Metrics(RootModel[str]):
+    """Prometheus' text exposition format."""
+
+
+# text-embeddings-inference's answers (TEI 1.x), field for field.
+class EmbedResponse(RootModel[list[list[float]]]):
+    """TEI's ``/embed``: a vector per input."""
+
+
+class EmbedAllResponse(RootModel[list[list[list[float]]]]):
+    """TEI's ``/embed_all``: for each input, a vector per token, special tokens included."""
+
+
+class SimpleToken(_Answer):
+    id: int = Field(ge=0)
+    text: str = Field(description="The input's characters start:stop, or the special token itself")
+    special: bool
+    start: int | None = Field(description="Character offset in the input (null: a special token)")
+    stop: int | None
+
+
+class TokenizeResponse(RootModel[list[list[SimpleToken]]]):
+    """TEI's ``/tokenize``: each input's tokens."""
+
+
+class DecodeResponse(RootModel[list[str]]):
+    """TEI's ``/decode``: a text per list of ids."""
+
+
+class Rank(_Answer):
+    index: int = Field(ge=0, description="The text's position in `texts`")
+    score: float
+    text: str | None = Field(None, description="Present with `return_text`")
+
+
+class TEIRerankResponse(RootModel[list[Rank]]):
+    """TEI's ``/rerank``: best first."""
+
+
+class SimilarityScores(RootModel[list[float]]):
+    """TEI's ``/similarity``: the cosine of each sentence to the source sentence."""
+
+
+class EmbeddingModelType(_Answer):
+    pooling: str
+
+
+class ModelType(_Answer):
+    embedding: EmbeddingModelType
+
+
+class Info(_Answer):
+    """TEI's ``/info``."""
+
+    model_id: str
+    model_sha: str | None
+    model_dtype: str
+    model_type: ModelType
+    max_concurrent_requests: int
+    max_input_length: int
+    max_batch_tokens: int
+    max_batch_requests: int | None
+    max_client_batch_size: int
+    auto_truncate: bool
+    tokenization_workers: int
+    version: str
+    sha: str | None
+    docker_label: str | None

@@ -1,0 +1,126 @@
+"""What every handler shares: the served model and its batcher, reading a body, awaiting the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+
+from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
+from sbert.server.schemas import APIError
+from sbert.server.settings import Limits
+
+
+@dataclass
+class Service:
+    """What the endpoints serve: the model (through its batcher), optional index and cross-encoder."""
+
+    model: Any  # SentenceEncoder, used only on the batcher's thread
+    batcher: Batcher
+    model_id: str
+    limits: Limits = field(default_factory=Limits)
+    index: Any = None  # VectorIndex
+    index_path: str | None = None
+    cross_encoder: Any = None  # CrossEncoder
+    created: int = field(default_factory=lambda: int(time.time()))
+    max_concurrent: int = 512  # requests in flight before 429 (set by create_app)
+
+    async def embed(
+        self, texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
+    ) -> Embedded:
+        """The texts' vectors from the batcher; ``name(i)`` names input i in an error (``input[3]``)."""
+        return await await_worker(self.batcher, lambda: self.batcher.embed(texts, truncate, prompt), name)
+
+    def prompt(self, prompt_name: str | None, query: bool = False) -> str:
+        """The text put before each input ("": none); an unknown name is a 422 listing the model's."""
+        try:
+            text = self.model.query_prompt(prompt_name) if query else self.model.prompts.resolve(prompt_name)
+        except ValueError as error:
+            raise APIError(422, str(error), "prompt_name") from None
+        return text or ""
+
+
+async def read_body(request: Request, limits: Limits) -> bytes:
+    """The body, refused with 413 as soon as it passes ``max_body_bytes`` (declared or streamed)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise APIError(413, f"body: {declared} bytes, more than the limit of {limits.max_body_bytes}", "body")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body_bytes:
+            raise APIError(413, f"body: more than the limit of {limits.max_body_bytes} bytes", "body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def await_worker(
+    batcher: Batcher,
+    submit: Callable[[], Any],
+    name: Callable[[int], str] = str,
+) -> Any:
+    """Queue work on the batcher and await it; queue and model errors become HTTP errors."""
+    try:
+        future = submit()
+    except Overloaded as error:
+        raise APIError(429, str(error), headers={"retry-after": str(error.retry_after)}) from None
+    except ServerClosed as error:
+        raise APIError(503, str(error), headers={"connection": "close"}) from None
+    try:
+        return await asyncio.wrap_future(future)
+    except InputTooLong as error:
+        param = name(error.index)
+        raise APIError(
+            413,
+            f"{param}: {error.tokens} tokens, more than the model's limit of {error.limit} "
+            "(send truncate: true to cut it)",
+            param,
+            "input_too_long",
+        ) from None
+
+
+class Services:
+    """The served models by name, each with its own batcher; the first is the default (a request
+    without ``model``, and TEI's routes, which name none).
+
+    Not run by the tests: it needs two loaded model services (tests/server/test_models.py serves two
+    models from a real server process).
+
+    Examples:
+        >>> services = Services([first, second])  # doctest: +SKIP
+        >>> services.pick("second-name").model_id  # doctest: +SKIP
+        'second-name'
+    """
+
+    def __init__(self, services: list[Service]) -> None:
+        if not services:
+            raise ValueError("a server needs at least one model")
+        names = [service.model_id for service in services]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(
+                f"two models served as {repeated[0]!r}: give each its own name (--model NAME=PATH)"
+            )
+        self.all = services
+        self.default = services[0]
+        self.by_name = {service.model_id: service for service in services}
+        for service in services:  # the model's own name too, unless another model is served as it
+            self.by_name.setdefault(str(service.model.name), service)
+
+    def pick(self, name: str | None) -> Service:
+        """The model a request names (``None``: the default); another name is a 404 listing them."""
+        if name is None:
+            return self.default
+        service = self.by_name.get(name)
+        if service is None:
+            served = ", ".join(repr(s.model_id) for s in self.all)
+            raise APIError(404, f"model: {name!r} is not served here; this server runs {served}", "model")
+        return service
+
+    @property
+    def queued_items(self) -> int:
+        return sum(service.batcher.queued_items for service in self.all)
