@@ -90,13 +90,14 @@ def score(model: SentenceEncoder) -> dict[str, dict[int, float]]:
     return scores
 
 
-def train(arm: str, train_file: Path, output: Path, seed: int, batch_size: int) -> SentenceEncoder:
+def train(arm: str, train_file: Path, output: Path, seed: int, args: argparse.Namespace) -> SentenceEncoder:
     config = RecipeConfig(
         "file",
         output,
         seed=seed,
-        epochs=1,
-        batch_size=batch_size,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
         train_file=str(train_file),
         loss="mnrl",
         eval_steps=0,
@@ -125,6 +126,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--learning-rate", type=float, default=2e-5)
     parser.add_argument("--range-min", type=int, default=0, help="mined: skip this many best candidates")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -147,14 +150,15 @@ def main() -> None:
                     files.get(arm, files["in-batch"]),
                     Path(scratch) / f"{arm}-{seed}",
                     seed,
-                    args.batch_size,
+                    args,
                 )
                 runs.append(score(model))
                 print(arm, seed, json.dumps(runs[-1]), flush=True)
             results[arm] = summary(runs)
     results["settings"] = {
-        "pairs": len(pairs), "pool": len(pool), "range_min": args.range_min, "range_max": 50, "absolute_margin": 0.05, "seeds": args.seeds, "batch_size": args.batch_size,
-        "epochs": 1, "loss": "mnrl", "base": "all-MiniLM-L6-v2 (bundled)",
+        "pairs": len(pairs), "pool": len(pool), "range_min": args.range_min, "range_max": 50,
+        "absolute_margin": 0.05, "seeds": args.seeds, "batch_size": args.batch_size, "epochs": args.epochs,
+        "learning_rate": args.learning_rate, "loss": "mnrl", "base": "all-MiniLM-L6-v2 (bundled)",
     }  # fmt: skip
     results["machine"] = f"{cpu_name()}, {os.cpu_count()} cores"
     results["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
