@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -89,6 +90,7 @@ def main() -> None:
         f"({with_unk} hold [UNK]); largest difference {float(np.abs(a - b).max()):.2e}"
     )
 
+    load_before = os.getloadavg()[0]
     for run, _ in runners.values():  # warm-up
         run()
     rates: dict[str, list[float]] = {name: [] for name in runners}
@@ -115,8 +117,12 @@ def main() -> None:
             name: statistics.median(ratios(name)) for name in runners if name != "sbert static"
         },
         "same_vectors_as_model2vec": int(same.sum()),
+        "load_average_1min": [load_before, os.getloadavg()[0]],  # before and after the timings
     }
-    print(f"{result['date']}, {result['cpu']}, {args.threads} threads, {len(sentences)} STSb test sentences")
+    print(
+        f"{result['date']}, {result['cpu']}, {args.threads} threads, {len(sentences)} STSb test sentences, "
+        f"load average {load_before:.2f} before, {result['load_average_1min'][1]:.2f} after"
+    )
     for name, values in rates.items():
         print(f"  {name:<14} {statistics.median(values):12.0f} sentences/s (median of {args.repeats})")
     for name, ratio in result["ratio_sbert_static_over"].items():
