@@ -45,6 +45,7 @@ def test_every_cell_runs_and_the_report_has_every_table(miniature: Path) -> None
     assert "| paper |" in report and "| ours |" in report
     assert "not measured" not in report  # every finding got a verdict from measured figures
     assert "extrapolated" in report and "measured" in report
+    assert "static 32-d distilled from it (no corpus)" in report  # the tiny BERT is 32-d: all of it
     assert sorted(p.name for p in miniature.glob("*.png")) == [
         "table1_sts.png",
         "table2_stsb_seeds.png",

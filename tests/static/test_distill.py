@@ -122,3 +122,38 @@ def test_bad_input_fails_before_any_work(
 def test_a_teacher_sbert_cannot_load(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError, match="no-such-model"):
         distill_static(str(tmp_path / "no-such-model"), tmp_path / "m", show_progress_bar=False)
+
+
+def test_the_teacher_pass_resumes_by_parts(
+    tiny_encoder: SentenceEncoder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sbert.static.fit as fit
+
+    monkeypatch.setattr(fit, "TEACHER_PART", 16)  # 40 sentences: parts of 16, 16 and 8
+    config = FitConfig(epochs=1, batch_size=8, learning_rate=0.05, seed=3)
+    static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
+    fit_table(static, projection, tiny_encoder, TEXT, config, None, show_progress_bar=False)
+    expected = static.embedding.weight.detach().numpy().copy()
+
+    encoded: list[int] = []
+    original = tiny_encoder.encode
+
+    def encode_twice_then_die(sentences, **kwargs):  # type: ignore[no-untyped-def]
+        if len(encoded) == 2:
+            raise KeyboardInterrupt
+        encoded.append(len(sentences))
+        return original(sentences, **kwargs)
+
+    monkeypatch.setattr(tiny_encoder, "encode", encode_twice_then_die)
+    static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
+    with pytest.raises(KeyboardInterrupt):
+        fit_table(static, projection, tiny_encoder, TEXT, config, tmp_path / "ckpt", show_progress_bar=False)
+    assert sorted(p.name for p in (tmp_path / "ckpt" / "teacher").iterdir()) == [
+        "part-00000.safetensors",
+        "part-00001.safetensors",
+    ]
+    encoded.clear()
+    monkeypatch.setattr(tiny_encoder, "encode", lambda s, **k: (encoded.append(len(s)), original(s, **k))[1])
+    fit_table(static, projection, tiny_encoder, TEXT, config, tmp_path / "ckpt", show_progress_bar=False)
+    assert encoded == [8]  # only the last part was left to the teacher
+    np.testing.assert_allclose(static.embedding.weight.detach().numpy(), expected, rtol=1e-6, atol=1e-7)

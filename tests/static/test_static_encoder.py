@@ -86,3 +86,33 @@ def test_a_table_smaller_than_the_vocabulary_is_refused(static_dir: Path) -> Non
     save_file({"embedding.weight": torch.zeros(3, 8)}, str(static_dir / "model.safetensors"))
     with pytest.raises(ModelLoadError, match="3 token vectors for a vocabulary"):
         SentenceEncoder.from_pretrained(static_dir)
+
+
+def test_the_ascii_shortcut_gives_the_full_tokenizers_ids_in_order(static_model: StaticEncoder) -> None:
+    assert static_model.ascii_tokenizer is not None  # a BERT tokenizer: the shortcut is taken
+    texts = [
+        "A Man Plays!",
+        "Ünïcode café",
+        "tab\there",
+        "ctrl\x01char",
+        "bad \ud800 surrogate",
+        "",
+        "中文 text",
+        "Plain ASCII, again.",
+        "wide\u3000space",
+    ]
+    texts = texts * 3
+    full = [e.ids for e in static_model._full_encodings(texts)]
+    assert [e.ids for e in static_model._encodings(texts)] == full
+    assert [e.ids for e in static_model._encodings(texts[:1] + texts[7:8])] == [full[0], full[7]]
+    assert [e.ids for e in static_model._encodings(texts[1:5])] == full[1:5]  # none plain
+
+
+def test_a_tokenizer_without_bert_normalizer_takes_no_shortcut(tiny_model_dir: Path) -> None:
+    from tokenizers import normalizers
+
+    tokenizer = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    tokenizer.normalizer = normalizers.NFKC()
+    model = StaticEncoder(tokenizer, torch.zeros(tokenizer.get_vocab_size(), 2))
+    assert model.ascii_tokenizer is None
+    assert model.encode(["a cat"]).shape == (1, 2)

@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     static.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
     static.add_argument("--batch-size", type=int, default=256, help="sentences per step (default 256)")
-    static.add_argument("--learning-rate", type=float, default=0.01, help="Adam's step size (default 0.01)")
+    static.add_argument(
+        "--learning-rate", type=float, default=0.01, help="SparseAdam's step size (default 0.01)"
+    )
     static.add_argument("--seed", type=int, default=0, help="shuffling seed (default 0)")
     static.set_defaults(handler=run)
 

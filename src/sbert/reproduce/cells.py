@@ -42,6 +42,8 @@ TRANSFER_TASK_S = 55.0
 CONCATENATIONS = ("u,v", "|u-v|", "u*v", "|u-v|,u*v", "u,v,u*v", "u,v,|u-v|", "u,v,|u-v|,u*v")
 PAPER_MODE = ",".join(PAPER_CONCATENATION)
 NLI_PAIRS = 9824  # SNLI test, the NLI recipe's default training data
+# Dimensions of the static model distilled for the Table 7 speed rows (issue #26).
+STATIC_DIMENSIONS = 256
 
 
 @dataclass
@@ -290,24 +292,37 @@ def table7_cells(context: Context) -> list[Cell]:
     common = {"data": context.data_dir, "base": context.base, "repeats": scale.speed_repeats}
     speed = {**common, "sentences": scale.speed_sentences, "threads": torch.get_num_threads()}
     cost = {**speed, "pairs": scale.cross_pairs, "mining_sentences": scale.mining_sentences}
+    # The static row (issue #26): a model distilled from the base, no corpus, no transformer at inference.
+    speed_static = {**speed, "static_dimensions": STATIC_DIMENSIONS}
     return [
-        Cell("table7/speed", partial(_speed, context), speed, 30 * scale.speed_repeats),
+        Cell("table7/speed", partial(_speed, context), speed_static, 30 * scale.speed_repeats + 30),
         Cell("table7/cost", partial(_cost, context), cost, 40 * scale.speed_repeats),
     ]
 
 
 def _speed(
-    context: Context, data: str, base: str | None, repeats: int, sentences: int | None, **_: Any
+    context: Context,
+    data: str,
+    base: str | None,
+    repeats: int,
+    sentences: int | None,
+    static_dimensions: int = STATIC_DIMENSIONS,
+    **_: Any,
 ) -> dict[str, Any]:
+    from sbert.static.distill import distill_table
+
     texts = [s for pair in read_stsb("test", data) for s in (pair.sentence1, pair.sentence2)][:sentences]
     exact = SentenceEncoder.from_pretrained(base, precision="float32")
     fast = SentenceEncoder.from_pretrained(base)
     glove = AveragedGloVe.from_package()
+    dimensions = min(static_dimensions, exact.dim)
+    static = distill_table(exact, dimensions, show_progress_bar=False)[0]
     encoders: dict[str, Callable[[Sequence[str]], Any]] = {
         "Avg. GloVe 6B 50d": glove.encode,
         "float32, no smart batching": partial(encode_in_given_order, exact),
         "float32, smart batching": partial(exact.encode, show_progress_bar=False),
         f"{fast.precision}, smart batching": partial(fast.encode, show_progress_bar=False),
+        f"static {dimensions}-d distilled from it (no corpus)": static.encode,
     }
     return {
         "model": exact.name,
