@@ -38,15 +38,16 @@ def test_ci_runs_the_readme_test_command_in_a_fresh_venv() -> None:
         assert "torch==2.13.0" in installs[0]
 
 
-def test_readme_gives_the_cpu_and_the_cuda_torch_commands() -> None:
-    readme = (
-        (REPO / "README.md").read_text(encoding="utf-8").split("## Start here", 1)[1].split("\n## ", 1)[0]
-    )
+def test_the_install_page_gives_the_cpu_and_the_cuda_torch_commands() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "docs/getting-started.md#install" in readme  # the README's Start here links to it
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    install = page.split("## Install", 1)[1].split("\n## ", 1)[0]
     assert (
         "pip install -c constraints.txt torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
-        in readme
+        in install
     )
-    assert "CUDA build" in readme
+    assert "CUDA build" in install
 
 
 def test_every_tested_dependency_is_pinned_and_torch_has_no_local_suffix() -> None:
