@@ -258,8 +258,13 @@ class SentenceEncoder(nn.Module):
         length = self.transformer.prompt_length(valid_utf8(text))
         return [text + sentence for sentence in sentences], length
 
+    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
+        """:meth:`forward`'s input for tokenized sentences, on the model's device (what losses call)."""
+        features = self.transformer.collate(token_ids)  # (batch, longest) each
+        return {key: value.to(self.device) for key, value in features.items()}
+
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
-        """Sentence vectors (batch, dim) of a padded batch from ``transformer.collate``.
+        """Sentence vectors (batch, dim) of a padded batch from :meth:`collate`.
 
         ``normalize=False`` skips a Normalize layer (the vectors keep their length; cosines do not change).
         """

@@ -81,8 +81,7 @@ class SentenceLoss(nn.Module):
         """Embed every column (e.g. u and v) in one forward pass of the shared encoder: (batch, dim) each."""
         columns = list(zip(*(example_texts(e) for e in examples)))
         texts = [text for column in columns for text in column]
-        features = self.model.transformer.collate(self.token_ids(texts))
-        features = {key: value.to(self.model.device) for key, value in features.items()}
+        features = self.model.collate(self.token_ids(texts))
         embeddings = self.model(
             features, normalize=self.normalized_embeddings
         ).float()  # (columns * batch, dim)

@@ -109,6 +109,5 @@ class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         return grad
 
     def _embed(self, texts: list[str]) -> Tensor:
-        features = self.model.transformer.collate(self.token_ids(texts))
-        features = {key: value.to(self.model.device) for key, value in features.items()}
+        features = self.model.collate(self.token_ids(texts))
         return self.model(features, normalize=self.normalized_embeddings).float()

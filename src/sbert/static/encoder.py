@@ -163,12 +163,21 @@ class StaticEncoder(SentenceEncoder):
     def features(self, sentences: Sequence[str]) -> tuple[dict[str, Tensor], int]:
         """``forward()``'s input for ``sentences`` and how many were truncated."""
         ids, lengths, truncated = self._token_ids(list(sentences))
+        return self._flat(ids, lengths), truncated
+
+    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
+        """``forward()``'s input for tokenized sentences (what losses call when a static model trains)."""
+        lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
+        ids = np.fromiter(itertools.chain.from_iterable(token_ids), np.int64, int(lengths.sum()))
+        return self._flat(ids, lengths)
+
+    def _flat(self, ids: np.ndarray, lengths: np.ndarray) -> dict[str, Tensor]:
+        """Every sentence's ids end to end, and where each sentence starts: no padding."""
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        device = self.device
         return {
-            "input_ids": torch.from_numpy(ids).to(device),
-            "offsets": torch.from_numpy(offsets).to(device),
-        }, truncated
+            "input_ids": torch.from_numpy(ids).to(self.device),  # (tokens,)
+            "offsets": torch.from_numpy(offsets).to(self.device),  # (batch,)
+        }
 
     def encode(  # type: ignore[override]
         self,
