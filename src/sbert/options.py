@@ -26,7 +26,7 @@ TrainingFormat = Literal["auto", "csv", "tsv", "jsonl"]
 Recipe = Literal["nli", "stsb", "nli-stsb", "triplet", "file", "cross-stsb"]
 Metric = Literal["cosine", "dot", "euclidean", "manhattan"]
 SamplingStrategy = Literal["top", "random"]  # hard-negative mining
-MinedFormat = Literal["n-tuple", "triplet"]  # hard-negative mining's output
+MinedFormat = Literal["n-tuple", "triplet", "labeled-pair", "labeled-list"]  # hard-negative mining's output
 
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 BACKENDS: tuple[Backend, ...] = get_args(Backend)

@@ -3,6 +3,7 @@ random BERT, and its bad input."""
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import types
@@ -16,8 +17,8 @@ from tests.conftest import WORDS
 
 from sbert import SentenceEncoder
 from sbert.applications.hard_negatives import MinedRow, MiningResult, mine_hard_negatives, write_mined
-from sbert.data.records import NegativesTuple, Triplet
-from sbert.data.training_files import read_positive_pairs_or_triplets, read_triplets
+from sbert.data.records import NegativesTuple, ScoredPair, Triplet
+from sbert.data.training_files import read_positive_pairs_or_triplets, read_scored_pairs, read_triplets
 
 
 class _Dataset:
@@ -84,6 +85,7 @@ SETTINGS = [
     {"relative_margin": 0.001, "range_max": 20, "num_negatives": 3},
     {"min_score": 0.8, "num_negatives": 2, "range_max": 30},
     {"include_positives": True, "num_negatives": 5},
+    {"max_score": 0.95, "range_max": 6, "num_negatives": 3},  # short rows, and rows with no negative
 ]
 
 
@@ -99,19 +101,21 @@ def as_rows(result: MiningResult) -> list[tuple[str, ...]]:
     return [(row.anchor, row.positive, *row.negatives) for row in result.rows]
 
 
-@pytest.mark.parametrize("output_format", ["n-tuple", "triplet"])
+@pytest.mark.parametrize("output_format", ["n-tuple", "triplet", "labeled-pair", "labeled-list"])
 @pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: ",".join(s) or "defaults")
 def test_top_equals_sentence_transformers(
     models: tuple[SentenceEncoder, Any], oracle: Any, settings: dict[str, Any], output_format: str
 ) -> None:
     ours, theirs = models
-    if settings.get("include_positives") and output_format == "triplet":
+    if settings.get("include_positives") and output_format != "n-tuple":
         pytest.skip("include_positives writes n-tuples only (tested below)")
     dataset = _Dataset({"anchor": [a for a, _ in PAIRS], "positive": [p for _, p in PAIRS]})
     expected = oracle(dataset, theirs, output_format=output_format, verbose=False, **settings).rows()
     result = mine_hard_negatives(PAIRS, ours, output_format=output_format, **settings)
-    assert as_rows(result) == expected
+    assert result.table() == expected
     assert len(expected) > 0
+    if output_format in ("n-tuple", "triplet"):
+        assert as_rows(result) == expected
 
 
 def test_random_equals_sentence_transformers_under_the_same_seed(
@@ -205,6 +209,25 @@ def test_filters_are_counted_and_short_rows_reported(models: tuple[SentenceEncod
     assert len(triplets.rows) + triplets.missing == 3 * len(set(PAIRS))
 
 
+def test_labeled_formats_keep_the_negatives_found(models: tuple[SentenceEncoder, Any]) -> None:
+    # A list per (anchor, positive) that got a negative; a row per negative, once per anchor, and
+    # every positive a row of labeled-pair even when its anchor got no negative.
+    settings: dict[str, Any] = {"num_negatives": 3, "range_max": 6, "max_score": 0.95}
+    lists = mine_hard_negatives(PAIRS, models[0], output_format="labeled-list", **settings)
+    sizes = Counter(len(labels) - 1 for _, _, labels in lists.table())
+    assert sizes[3] and (sizes[1] or sizes[2]) and len(lists.table()) < len(set(PAIRS))
+    assert sum(size * count for size, count in sizes.items()) + lists.missing == 3 * len(set(PAIRS))
+    pairs = mine_hard_negatives(PAIRS, models[0], output_format="labeled-pair", **settings)
+    labels = Counter(label for _, _, label in pairs.table())
+    assert labels[1] == len(set(PAIRS)) and labels[0] + pairs.missing == 3 * len(dict(PAIRS))
+    assert f"{len(pairs.table())} rows (labeled-pair), {labels[0]} negatives" in pairs.summary()
+    assert pairs.examples() == [
+        ScoredPair(anchor, text, float(label)) for anchor, text, label in pairs.table()
+    ]
+    with pytest.raises(ValueError, match="no sbert loss trains on labeled lists"):
+        lists.examples()
+
+
 def test_negatives_are_never_the_anchors_own_positives(models: tuple[SentenceEncoder, Any]) -> None:
     ours, _ = models
     positives: dict[str, set[str]] = {}
@@ -221,11 +244,12 @@ def test_negatives_are_never_the_anchors_own_positives(models: tuple[SentenceEnc
     [
         ({"num_negatives": 0}, "num_negatives must be at least 1"),
         ({"sampling_strategy": "best"}, "unknown sampling_strategy 'best'"),
-        ({"output_format": "labeled-pair"}, "unknown output_format"),
+        ({"output_format": "labeled"}, "unknown output_format 'labeled'"),
         ({"range_min": -1}, "range_min must be at least 0"),
         ({"range_min": 5, "range_max": 5}, "range_min must be below range_max"),
         ({"range_min": 3, "range_max": 5, "num_negatives": 3}, "only 2 candidates"),
         ({"include_positives": True, "output_format": "triplet"}, "only the n-tuple format"),
+        ({"include_positives": True, "output_format": "labeled-pair"}, "only the n-tuple format"),
     ],
 )
 def test_bad_settings_are_refused(
@@ -261,6 +285,37 @@ def test_written_files_are_what_training_reads(tmp_path: Path, suffix: str) -> N
     single = [MinedRow(row.anchor, row.positive, row.negatives[:1], 0.0, (0.0,)) for row in rows]
     write_mined(MiningResult(single, "triplet", 1, 10), path)
     assert read_triplets(path) == [Triplet(row.anchor, row.positive, row.negatives[0]) for row in rows]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "tsv", "jsonl"])
+def test_labeled_files_are_what_training_reads(tmp_path: Path, suffix: str) -> None:
+    rows = [
+        MinedRow('a "quoted" dog', "a puppy, small", ("a cat", "a car"), 0.9, (0.5, 0.2)),
+        MinedRow('a "quoted" dog', "a young dog", ("a cat", "a car"), 0.8, (0.5, 0.2)),
+        MinedRow("rain", "water", (), 0.8, ()),
+    ]
+    path = tmp_path / f"mined.{suffix}"
+    pairs = MiningResult(rows, "labeled-pair", 2, 10)
+    write_mined(pairs, path)
+    first = path.read_text().splitlines()[0]
+    assert first.replace("\t", ",") == "sentence1,sentence2,label" or first.startswith('{"sentence1"')
+    # The label is a 0-1 score to the pair losses: the file trains with --loss cosent as it is.
+    assert read_scored_pairs(path, (0.0, 1.0)) == pairs.examples()
+    assert [example.score for example in pairs.examples()] == [1, 1, 0, 0, 1]
+    lists = MiningResult(rows[:2], "labeled-list", 2, 10)
+    if suffix != "jsonl":
+        with pytest.raises(
+            ValueError, match=rf"mined.{suffix}: labeled-list rows hold lists .* write .jsonl"
+        ):
+            write_mined(lists, path)
+        return
+    write_mined(lists, path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[1] == {
+        "anchor": 'a "quoted" dog',
+        "passages": ["a young dog", "a cat", "a car"],
+        "labels": [1, 0, 0],
+    }
 
 
 def test_tsv_refuses_a_text_with_a_tab(tmp_path: Path) -> None:

@@ -154,3 +154,27 @@ def test_a_loaded_compressed_index_refuses_to_grow(tmp_path: Path) -> None:
     VectorIndex.build(vectors, kind="binary").save(tmp_path / "idx")
     with pytest.raises(ValueError, match="cannot grow"):
         VectorIndex.load(tmp_path / "idx").add(vectors[:5])
+
+
+@pytest.mark.parametrize("kind", ["binary", "binary_ivf"])
+@pytest.mark.parametrize("dim", [5, 20])
+def test_a_dimension_not_a_multiple_of_8_pads_the_binary_codes(kind: str, dim: int, tmp_path: Path) -> None:
+    # Eight dimensions pack into a byte; the last byte's spare bits are 0 in every code, so they never
+    # count in a Hamming distance, and the coarse score is over the dim real bits.
+    vectors = clustered(n=300, dim=dim)
+    params = {"nlist": 4, "nprobe": 4} if kind == "binary_ivf" else None
+    index = VectorIndex.build(vectors, kind=kind, params=params, rescore=None)
+    assert index.faiss_index.d == 8 * -(-dim // 8)
+    signs = vectors > 0
+    for query, row in enumerate(index.search(vectors[:5], top_k=300)):
+        distances = (signs[query] != signs).sum(axis=1)
+        assert len(row) == 300 and row[0].score == pytest.approx(1.0)
+        assert {h.corpus_id: h.score for h in row} == pytest.approx(
+            {i: 1 - 2 * d / dim for i, d in enumerate(distances)}
+        )
+    opposite = index.search(-vectors[:1], top_k=300)[0]
+    assert {h.corpus_id: h.score for h in opposite}[0] == pytest.approx(-1.0)
+    index.save(tmp_path / "idx")
+    assert VectorIndex.load(tmp_path / "idx").search(vectors[:3], top_k=5) == index.search(
+        vectors[:3], top_k=5
+    )

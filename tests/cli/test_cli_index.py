@@ -119,3 +119,16 @@ def test_a_prefix_index_is_searched_with_cut_queries(
         assert json.loads(capsys.readouterr().out)["hits"][0]["text"] == sentence
     assert build(corpus_file, tmp_path / "bad", str(tiny_model_dir), "--dimensions", "64") == 1
     assert "between 1 and the vectors' 32, got 64" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["binary", "binary_ivf"])
+def test_a_binary_index_of_a_prefix_not_a_multiple_of_8(
+    tiny_model_dir: Path, corpus_file: Path, tmp_path: Path, capsys, kind: str
+) -> None:
+    # 20 of the tiny model's 32 dimensions: 3 bytes a code, the last one half padding.
+    assert (
+        build(corpus_file, tmp_path / "idx", str(tiny_model_dir), "--kind", kind, "--dimensions", "20") == 0
+    )
+    capsys.readouterr()
+    assert main(["search", "--index", str(tmp_path / "idx"), SENTENCES[2], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hits"][0]["text"] == SENTENCES[2]

@@ -135,3 +135,54 @@ def test_evaluate_sts_at_several_dimensions(
     assert f"| ours | {tiny_model_dir} @ 4 dims |" in capsys.readouterr().out
     assert main([*args, "--dimensions", "64"]) == 1
     assert "between 1 and model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "evaluate retrieval SET --model M --top-k 5",
+        "evaluate retrieval --model M SET --top-k 5",
+        "evaluate retrieval --model M --top-k 5 SET",
+        "evaluate --model M retrieval --top-k 5 SET",
+        "evaluate --top-k 5 --model M retrieval SET",
+    ],
+)
+def test_the_retrieval_set_may_come_before_or_after_the_options(argv: str) -> None:
+    from sbert.cli import build_parser
+
+    args = build_parser().parse_args(argv.split())
+    assert (args.suite, args.dataset, args.model, args.top_k) == ("retrieval", "SET", "M", 5)
+
+
+def test_the_other_suites_take_options_anywhere_and_no_set(
+    tiny_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sbert.cli import build_parser
+
+    for argv in ("evaluate sts --sets STS12 STSb --model M", "evaluate --sets STS12 STSb --model M sts"):
+        args = build_parser().parse_args(argv.split())
+        assert (args.suite, args.dataset, args.sets, args.model) == ("sts", None, ["STS12", "STSb"], "M")
+    assert main(["evaluate", "sts", "--model", str(tiny_model_dir), "stsb-proxy"]) == 1
+    assert "sts takes no data set (got 'stsb-proxy'): only retrieval does" in capsys.readouterr().err
+
+
+def test_evaluate_retrieval_runs_with_the_set_after_the_options(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sbert.data.beir import RetrievalSet
+
+    corpus = {"d0": "a man plays the guitar", "d1": "the rain falls", "d2": "a dog runs"}
+    RetrievalSet("tiny", corpus, {"q0": "a man plays music"}, {"q0": {"d0": 1}}).save(tmp_path / "set")
+    model = ["--model", str(tiny_model_dir), "--backend", "torch"]
+    printed = []
+    for argv in (
+        ["evaluate", "retrieval", str(tmp_path / "set"), *model],
+        ["evaluate", "retrieval", *model, str(tmp_path / "set")],
+    ):
+        assert main(argv) == 0
+        printed.append(capsys.readouterr().out)
+    assert "set: 1 queries, 3 documents" in printed[0] and "| exact | 32 | 1.0000 |" in printed[0]
+    # The same report both ways, but for the search time (the last column).
+    assert [line.rsplit("|", 2)[0] for line in printed[0].splitlines()] == [
+        line.rsplit("|", 2)[0] for line in printed[1].splitlines()
+    ]

@@ -11,7 +11,7 @@ import pytest
 from sbert import SentenceEncoder
 from sbert.applications.hard_negatives import mine_hard_negatives
 from sbert.cli import main
-from sbert.data.training_files import read_anchor_positive_pairs, read_negatives_tuples
+from sbert.data.training_files import read_anchor_positive_pairs, read_negatives_tuples, read_scored_pairs
 
 TEXTS = [
     "a man plays guitar", "a man plays music", "a dog runs in the park", "the red car",
@@ -62,6 +62,43 @@ def test_triplet_format_and_an_extra_corpus(pairs_file: Path, tiny_model_dir: Pa
     rows = [json.loads(line) for line in output.read_text().splitlines()]
     assert len(rows) == 3 * len(TEXTS) // 2 and set(rows[0]) == {"anchor", "positive", "negative"}
     assert {"a man eats food", "the blue sun"} & {row["negative"] for row in rows}
+
+
+def test_a_labeled_pair_file_trains_a_pair_loss_as_it_is(
+    pairs_file: Path, trainable_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = tmp_path / "mined.csv"
+    argv = ["mine-negatives", str(pairs_file), "-o", str(output), "--output-format", "labeled-pair"]
+    assert main([*argv, "--num-negatives", "2", *model_args(trainable_model_dir)]) == 0
+    model = SentenceEncoder.from_pretrained(
+        trainable_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    pairs = read_anchor_positive_pairs(pairs_file)
+    expected = mine_hard_negatives(pairs, model, num_negatives=2, output_format="labeled-pair")
+    assert read_scored_pairs(output, (0.0, 1.0)) == expected.examples()
+    assert len(expected.examples()) == 3 * len(pairs)  # a positive and two negatives per anchor
+
+    monkeypatch.delenv("SBERT_DATA", raising=False)
+    trained = tmp_path / "trained"
+    argv = ["train", "file", "--train", str(output), "--loss", "cosent", "--base", str(trainable_model_dir)]
+    argv += ["--output", str(trained), "--batch-size", "18", "--no-progress", "--device", "cpu"]
+    assert main([*argv, "--dev", str(output), "--score-range", "0", "1"]) == 0
+    assert json.loads((trained / "results.json").read_text())["steps"] == 1
+
+
+def test_labeled_lists_are_written_as_jsonl_only(
+    pairs_file: Path, tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["mine-negatives", str(pairs_file), "--output-format", "labeled-list", *model_args(tiny_model_dir)]
+    assert main([*argv, "-o", str(tmp_path / "lists.jsonl")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "lists.jsonl").read_text().splitlines()]
+    assert len(rows) == len(TEXTS) // 2 and rows[0]["labels"] == [1, 0, 0, 0]
+    assert rows[0]["passages"][0] == TEXTS[1]
+    capsys.readouterr()
+    assert main([*argv, "-o", str(tmp_path / "lists.csv")]) == 1
+    error = capsys.readouterr().err
+    assert "lists.csv: labeled-list rows hold lists of passages and labels" in error
+    assert "Encoding" not in error  # refused before any work
 
 
 def test_bad_input_and_output_are_clear_errors(

@@ -43,6 +43,17 @@ def test_score_out_of_range_and_missing_side_name_file_and_line(tmp_path: Path) 
         read_scored_pairs(path)
 
 
+def test_a_numeric_label_is_the_score_when_there_is_no_score_column(tmp_path: Path) -> None:
+    # As `sbert mine-negatives --output-format labeled-pair` writes pairs: 1 a positive, 0 a negative.
+    path = write(tmp_path / "mined.csv", "sentence1,sentence2,label\na,b,1\na,c,0\n")
+    assert read_scored_pairs(path, (0, 1)) == [ScoredPair("a", "b", 1.0), ScoredPair("a", "c", 0.0)]
+    both = write(tmp_path / "both.csv", "sentence1,sentence2,score,label\na,b,4.5,entailment\n")
+    assert read_scored_pairs(both) == [ScoredPair("a", "b", 4.5)]
+    nli = write(tmp_path / "nli.csv", "sentence1,sentence2,label\na,b,entailment\n")
+    with pytest.raises(DataFormatError, match=r"nli.csv:2: label 'entailment' is not a number"):
+        read_scored_pairs(nli)
+
+
 def test_labels_outside_the_set_and_empty_file(tmp_path: Path) -> None:
     path = write(tmp_path / "l.csv", "sentence1,sentence2,label\na,b,yes\nc,d,perhaps\n")
     with pytest.raises(DataFormatError, match=r"l.csv:3: label 'perhaps' is not one of yes, no"):

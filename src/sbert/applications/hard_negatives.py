@@ -8,6 +8,8 @@ whose vectors never enter memory (:mod:`sbert.applications.candidates`). The ``r
 max_positives`` nearest candidates of each anchor are then filtered (its positives, a margin below
 the positive's score, a maximum or minimum score, optionally judged by a cross-encoder) and the
 negatives taken from ranks ``range_min`` on: the best (``top``) or drawn at random (``random``).
+The rows, in any of sentence-transformers' four output formats, and their file are in
+:mod:`sbert.applications.mined`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,14 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from sbert.applications.candidates import nearest, nearest_in_index
-from sbert.data.records import NegativesTuple, Triplet
-from sbert.data.training_files import write_training_file
+from sbert.applications.mined import MinedRow, MiningResult
+from sbert.applications.mined import write_mined as write_mined  # callers import it from here too
 from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES
 
 if TYPE_CHECKING:
@@ -37,65 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("sbert")
 
 FILTERS = ("absolute_margin", "relative_margin", "max_score", "min_score")
-
-
-@dataclass(frozen=True)
-class MinedRow:
-    """One anchor, one of its positives, its negatives best first, and the scores of each."""
-
-    anchor: str
-    positive: str
-    negatives: tuple[str, ...]
-    positive_score: float
-    negative_scores: tuple[float, ...]
-
-
-@dataclass
-class MiningResult:
-    """What :func:`mine_hard_negatives` found.
-
-    Attributes:
-        rows: One per (anchor, positive) with ``n-tuple`` (only those with ``num_negatives`` negatives);
-            one per (anchor, positive, negative) with ``triplet``.
-        output_format: ``n-tuple`` or ``triplet``.
-        num_negatives: Negatives asked for per anchor.
-        range_max: The candidates ranked per anchor (given, or derived as sentence-transformers does).
-        skipped: Candidates removed by each filter (``absolute_margin``, ``max_score``, ...).
-        missing: Rows (n-tuple) or negatives (triplet) that could not be filled.
-        seconds: ``encode``, ``search``, ``rescore`` (cross-encoder) and ``select``.
-    """
-
-    rows: list[MinedRow]
-    output_format: str
-    num_negatives: int
-    range_max: int
-    skipped: dict[str, int] = field(default_factory=dict)
-    missing: int = 0
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def examples(self) -> list[NegativesTuple] | list[Triplet]:
-        """The rows as training records: :class:`NegativesTuple` (n-tuple) or :class:`Triplet`."""
-        if self.output_format == "triplet":
-            return [Triplet(row.anchor, row.positive, row.negatives[0]) for row in self.rows]
-        return [NegativesTuple(row.anchor, row.positive, row.negatives) for row in self.rows]
-
-    def summary(self) -> str:
-        """Counts and mean scores of positives and negatives, and what each filter removed."""
-        positives = np.array([row.positive_score for row in self.rows])
-        negatives = np.array([score for row in self.rows for score in row.negative_scores])
-        lines = [f"{len(self.rows)} rows ({self.output_format}), {len(negatives)} negatives"]
-        if len(negatives):
-            lines.append(
-                f"mean score: positive {positives.mean():.4f}, negative {negatives.mean():.4f}, "
-                f"difference {positives.mean() - negatives.mean():.4f}"
-            )
-        lines += [f"skipped {count} candidates for {name}" for name, count in self.skipped.items() if count]
-        if self.missing:
-            unit = "rows" if self.output_format == "n-tuple" else "negatives"
-            lines.append(
-                f"could not fill {self.missing} {unit}: widen range_max, or relax range_min and the filters"
-            )
-        return "\n".join(lines)
 
 
 def mine_hard_negatives(
@@ -142,7 +83,9 @@ def mine_hard_negatives(
         corpus_prompt_name: Another prompt than the model's document prompt, for the corpus.
         include_positives: Let an anchor's own positives be its negatives (for reranking sets).
         output_format: ``n-tuple`` (anchor, positive, negative_1..k; rows short of k negatives are
-            dropped) or ``triplet`` (one row per negative).
+            dropped), ``triplet`` (one row per negative), ``labeled-pair`` (anchor, text, label: 1 for
+            each positive, 0 for each negative) or ``labeled-list`` (anchor, [positive, negatives...],
+            [1, 0, ...]; rows without a negative are dropped): see :meth:`MiningResult.table`.
         batch_size: Encoding and cross-encoder batch size.
         index_kind: ``None`` for exact search, else a :class:`~sbert.applications.index.VectorIndex` kind.
         index: A saved index of the corpus, made with ``model`` (``VectorIndex.load(path, model)``),
@@ -159,7 +102,8 @@ def mine_hard_negatives(
     Raises:
         ValueError: no pairs, an unknown strategy or format, ``num_negatives`` < 1, a range that cannot
             hold ``num_negatives`` candidates, a cross-encoder without a filter to apply, or
-            ``include_positives`` with the triplet format, or ``index`` with ``corpus`` or ``index_kind``.
+            ``include_positives`` with another format than n-tuple, or ``index`` with ``corpus`` or
+            ``index_kind``.
 
     Examples:
         >>> from sbert import SentenceEncoder
@@ -366,33 +310,20 @@ def _rows(
         for p in own:
             positive = float(positive_scores[flat])
             flat += 1
+            short = scores.shape[1] - len(finite)  # negatives this row lacks
+            negatives = tuple(texts[i] for i, _ in finite)
+            found = MinedRow(queries[q], texts[p], negatives, positive, tuple(s for _, s in finite))
             if output_format == "triplet":
-                missing += scores.shape[1] - len(finite)
+                missing += short
                 rows += [MinedRow(queries[q], texts[p], (texts[i],), positive, (s,)) for i, s in finite]
-            elif len(finite) < scores.shape[1]:
-                missing += 1
+            elif output_format == "n-tuple":
+                missing += int(short > 0)
+                rows += [] if short else [found]
+            elif output_format == "labeled-list":
+                missing += short
+                rows += [found] if finite else []
             else:
-                negatives = tuple(texts[i] for i, _ in finite)
-                rows.append(MinedRow(queries[q], texts[p], negatives, positive, tuple(s for _, s in finite)))
+                # labeled-pair: every positive is a row of the file, the anchor's negatives once.
+                missing += short if p == own[0] else 0
+                rows.append(found)
     return rows, missing
-
-
-def write_mined(result: MiningResult, path: str | Path, fmt: str = "auto") -> None:
-    """Write the rows as a training file ``sbert train file`` reads: ``anchor``, ``positive``, then
-    ``negative`` (triplet) or ``negative_1`` ... ``negative_k`` (n-tuple); CSV, TSV or JSONL.
-
-    Examples:
-        >>> import os, tempfile
-        >>> row = MinedRow("a dog", "a puppy", ("a cat", "a car"), 0.9, (0.5, 0.2))
-        >>> path = os.path.join(tempfile.mkdtemp(), "mined.tsv")
-        >>> write_mined(MiningResult([row], "n-tuple", 2, 5), path)
-        >>> open(path).read().splitlines()[0].split("\\t")
-        ['anchor', 'positive', 'negative_1', 'negative_2']
-    """
-    if result.output_format == "triplet":
-        header = ["anchor", "positive", "negative"]
-    else:
-        header = ["anchor", "positive", *(f"negative_{i}" for i in range(1, result.num_negatives + 1))]
-    write_training_file(
-        path, header, [[row.anchor, row.positive, *row.negatives] for row in result.rows], fmt
-    )

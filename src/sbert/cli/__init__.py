@@ -31,7 +31,7 @@ from sbert.cli import (
     similarity,
     train,
 )
-from sbert.cli.common import absolute_path
+from sbert.cli.common import CommandParser, absolute_path
 from sbert.data.paths import DATA_ENV
 
 # Each module adds its subcommand with ``register(subparsers)`` and sets ``handler`` on its parser.
@@ -55,7 +55,7 @@ SUBCOMMANDS = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="sbert", description="Sentence-BERT sentence embeddings: encode, compare, evaluate, train."
     )
     parser.add_argument("--version", action="version", version=f"sbert {__version__}")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from sbert.data.paths import DATA_ENV, default_data_dir
 from sbert.hub import DEFAULT_MODEL
@@ -15,6 +16,45 @@ from sbert.options import BACKENDS, POOLING_MODES, PRECISIONS
 
 if TYPE_CHECKING:
     from sbert.encoder import SentenceEncoder
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse's parser; one made with ``intermixed=True`` also takes its positionals after or
+    between its options (``sbert evaluate --model M retrieval stsb-proxy`` as well as ``sbert evaluate
+    retrieval stsb-proxy --model M``).
+
+    Plain argparse gives a second, optional positional (``retrieval``'s set) nothing when an option
+    separates it from the first, and then refuses it as an unrecognized argument. An option that takes
+    several values (``--dimensions 256 128``) still takes every word after it: put it last or before
+    another option.
+
+    Examples:
+        >>> parser = CommandParser(prog="demo", intermixed=True)
+        >>> _ = parser.add_argument("suite")
+        >>> _ = parser.add_argument("dataset", nargs="?")
+        >>> _ = parser.add_argument("--model")
+        >>> args = parser.parse_args(["retrieval", "--model", "m", "stsb-proxy"])
+        >>> args.suite, args.dataset, args.model
+        ('retrieval', 'stsb-proxy', 'm')
+    """
+
+    def __init__(self, *args: Any, intermixed: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.intermixed = intermixed
+        self._intermixing = False
+
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        # Python 3.10-3.12's intermixed parsing calls parse_known_args itself, twice: those calls
+        # must parse plainly.
+        if not self.intermixed or self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(None if args is None else list(args), namespace)
+        finally:
+            self._intermixing = False
 
 
 def add_model_arguments(

@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluate a model on the paper's STS sets and/or SentEval transfer tasks and print "
         "the results beside the paper's figures. Runs in float32 unless --precision says otherwise "
         "(--precision auto is faster and moves STS figures by up to 0.1).",
+        intermixed=True,  # `evaluate retrieval --model M SET` as well as `evaluate retrieval SET --model M`
     )
     parser.add_argument(
         "suite", choices=(*SUITES, "retrieval"), help="sts, senteval, all, or retrieval (then a dataset)"
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.suite == "retrieval":
         return run_retrieval(args)
+    if args.dataset is not None:
+        raise ValueError(f"{args.suite} takes no data set (got {args.dataset!r}): only retrieval does")
     if resolve_data_dir(args.data_dir) is None:
         from sbert.data.paths import missing_data_message
 

@@ -1,5 +1,6 @@
 """``sbert mine-negatives PAIRS -o OUT``: hard negatives for (anchor, positive) pairs, written as a
-training file that ``sbert train file`` reads (anchor, positive, negative_1 ... negative_k)."""
+training file that ``sbert train file`` reads (anchor, positive, negative_1 ... negative_k), or in
+sentence-transformers' other formats (triplet, labeled-pair, labeled-list)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=MINED_FORMATS,
         default="n-tuple",
         help="n-tuple: anchor, positive, negative_1..k (rows short of k negatives are left out); "
-        "triplet: one anchor, positive, negative row per negative (default n-tuple)",
+        "triplet: one anchor, positive, negative row per negative; labeled-pair: sentence1, sentence2, "
+        "label rows, 1 for each positive and 0 for each negative (train with --loss cosent); "
+        "labeled-list: anchor, passages, labels rows, the positive then its negatives (.jsonl only) "
+        "(default n-tuple)",
     )
     parser.add_argument("--corpus", default=None, help="more candidate texts besides the positives")
     parser.add_argument(
@@ -94,11 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sbert.applications.hard_negatives import mine_hard_negatives, write_mined
+    from sbert.applications.hard_negatives import mine_hard_negatives
+    from sbert.applications.mined import check_mined_output, write_mined
     from sbert.data.texts import read_texts
     from sbert.data.training_files import check_training_output, read_anchor_positive_pairs
 
     check_training_output(args.output)  # before any encoding: a wrong --output costs nothing
+    check_mined_output(args.output, args.output_format)
     if args.index and (args.corpus or args.index_kind != "exact"):
         raise ValueError("--index is the corpus: give --index, or --corpus and --index-kind, not both")
     pairs = read_anchor_positive_pairs(args.input, args.format, args.skip_bad_lines)
@@ -143,5 +149,6 @@ def run(args: argparse.Namespace) -> int:
         )
     write_mined(result, args.output)
     timing = ", ".join(f"{name} {value:.1f} s" for name, value in result.seconds.items())
-    print(f"{args.output}: {len(result.rows)} rows from {len(pairs)} pairs ({timing})", file=sys.stderr)
+    rows = len(result.table())
+    print(f"{args.output}: {rows} rows from {len(pairs)} pairs ({timing})", file=sys.stderr)
     return 0

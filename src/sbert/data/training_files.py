@@ -32,7 +32,9 @@ def read_scored_pairs(
     fmt: str = "auto",
     skip_bad_lines: bool = False,
 ) -> list[ScoredPair]:
-    """Pairs with a gold similarity ``score`` inside ``score_range``.
+    """Pairs with a gold similarity ``score`` inside ``score_range``; a file without a ``score``
+    column gives it as a numeric ``label`` (as ``sbert mine-negatives --output-format labeled-pair``
+    writes: 1 for a positive, 0 for a negative).
 
     Raises:
         DataFormatError: a missing or empty sentence, a score that is not a number or is out of range
@@ -49,13 +51,14 @@ def read_scored_pairs(
 
     def build(row: dict[str, Any]) -> ScoredPair:
         first, second = _texts(row, ("sentence1", "sentence2"))
-        raw = row.get("score")
+        column = "score" if "score" in row or "label" not in row else "label"
+        raw = row.get(column)
         try:
             score = float(raw)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise ValueError(f"score {raw!r} is not a number") from None
+            raise ValueError(f"{column} {raw!r} is not a number") from None
         if not low <= score <= high:
-            raise ValueError(f"score {score:g} is outside {low:g}-{high:g}")
+            raise ValueError(f"{column} {score:g} is outside {low:g}-{high:g}")
         return ScoredPair(first, second, score)
 
     return _read(path, fmt, build, skip_bad_lines)
@@ -221,9 +224,11 @@ def check_training_output(path: str | Path) -> None:
 
 
 def write_training_file(
-    path: str | Path, header: Sequence[str], rows: Sequence[Sequence[str]], fmt: str = "auto"
+    path: str | Path, header: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "auto"
 ) -> None:
     """Write rows of texts under ``header`` as CSV, TSV or JSONL (by extension), atomically.
+
+    JSONL keeps each value as its JSON type (a number, a list); CSV and TSV take texts.
 
     Raises:
         ValueError: a TSV text holding a tab or a line break (TSV has no quoting: use CSV or JSONL).
@@ -287,6 +292,19 @@ def _read(
     if not records:
         raise DataFormatError(path, 1, "no examples in the file (an empty data set)")
     return records
+
+
+def training_file_format(path: str | Path, fmt: str = "auto") -> str:
+    """``csv``, ``tsv`` or ``jsonl``: ``fmt``, or with ``auto`` the one ``path``'s extension names.
+
+    Raises:
+        ValueError: an unknown ``fmt``, or an extension that names none of them.
+
+    Examples:
+        >>> training_file_format("mined.ndjson")
+        'jsonl'
+    """
+    return _format(Path(path), fmt)
 
 
 def _format(path: Path, fmt: str) -> str:

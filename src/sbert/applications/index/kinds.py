@@ -4,7 +4,8 @@ Float kinds keep every vector in memory (``flat`` exact, ``hnsw`` graph, ``ivf``
 Compressed kinds keep a few bytes a vector and re-rank their candidates with vectors read from a
 memory-mapped file on disk (:mod:`sbert.applications.rescoring`):
 
-- ``binary``: one bit a dimension, exact Hamming search over all codes;
+- ``binary``: one bit a dimension (packed 8 to a byte, the last byte padded with zero bits when the
+  dimension is not a multiple of 8), exact Hamming search over all codes;
 - ``binary_ivf``: the same codes in inverted lists (only ``nprobe`` lists are scanned);
 - ``ivfpq``: product quantization in inverted lists, ``pq_m`` codes of 4 bits a vector, scanned
   with FAISS's SIMD "fast scan" (at 1M vectors, higher recall in less time than 8-bit codes of the

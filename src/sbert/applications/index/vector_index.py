@@ -22,7 +22,6 @@ from sbert.applications.index.kinds import (
     INDEX_KINDS,
     apply_search_params,
     choose_kind,
-    code_bits,
     default_params,
     faiss_class,
     make_faiss_index,
@@ -241,7 +240,8 @@ class VectorIndex:
         wanted = min(top_k * multiplier if self.kind in COMPRESSED_KINDS else top_k, len(self))
         scores, positions = self.faiss_index.search(self._codes(prepared), wanted)
         if self.kind.startswith("binary"):  # Hamming distance → similarity in [-1, 1]
-            scores = 1.0 - 2.0 * scores.astype(np.float32) / code_bits(self.dim)
+            # Over dim bits, not the code's whole bytes: the padding bits are 0 on both sides.
+            scores = 1.0 - 2.0 * scores.astype(np.float32) / self.dim
         results = []
         for query, row_pos, row_scores in zip(prepared, positions, scores):
             if self.rescore_vectors is not None:
@@ -405,5 +405,5 @@ class VectorIndex:
     def _codes(self, prepared: np.ndarray) -> np.ndarray:
         """What FAISS takes: packed sign bits for the binary kinds, else the float vectors."""
         if self.kind.startswith("binary"):
-            return np.ascontiguousarray(np.packbits(prepared > 0, axis=1))  # (n, dim / 8) uint8
+            return np.ascontiguousarray(np.packbits(prepared > 0, axis=1))  # (n, ceil(dim / 8)), 0-padded
         return prepared
