@@ -123,3 +123,17 @@ def test_anchor_positive_pairs_from_either_column_names(tmp_path: Path) -> None:
     broken = write(tmp_path / "b.csv", "anchor,positive\na,b\nc,\n")
     with pytest.raises(DataFormatError, match=r"b.csv:3: positive is missing or empty"):
         read_anchor_positive_pairs(broken)
+
+
+def test_in_batch_negative_pairs_refuse_a_label_that_marks_a_negative(tmp_path: Path) -> None:
+    # A labeled-pair file (1 positive, 0 negative) or a full NLI file read as MNRL's positive pairs
+    # would train on its negatives as if they were positives: refused, naming the line.
+    mined = write(tmp_path / "mined.csv", "sentence1,sentence2,label\na,b,1\na,c,0\n")
+    with pytest.raises(DataFormatError, match=r"mined.csv:3: label '0' marks a pair that is not a positive"):
+        read_positive_pairs_or_triplets(mined)
+    assert read_positive_pairs_or_triplets(mined, skip_bad_lines=True) == [LabeledPair("a", "b", "1")]
+    nli = write(tmp_path / "nli.jsonl", '{"sentence1": "a", "sentence2": "b", "label": "contradiction"}\n')
+    with pytest.raises(DataFormatError, match=r"nli.jsonl:1: label 'contradiction'"):
+        read_positive_pairs_or_triplets(nli)
+    positives = "sentence1,sentence2,label\na,b,entailment\nc,d,\n"
+    assert len(read_positive_pairs_or_triplets(write(tmp_path / "ok.csv", positives))) == 2

@@ -189,11 +189,16 @@ def read_anchor_positive_pairs(
     return _read(path, fmt, build, skip_bad_lines)
 
 
+# Labels that mark a positive pair (an NLI entailment, a mined labeled-pair's 1); no label counts too.
+POSITIVE_LABELS = frozenset({"", "1", "1.0", "true", "positive", "entailment"})
+
+
 def read_positive_pairs_or_triplets(
     path: str | Path, fmt: str = "auto", skip_bad_lines: bool = False
 ) -> list[LabeledPair] | list[Triplet] | list[NegativesTuple]:
-    """Positive pairs (``sentence1``, ``sentence2``, any label kept; or ``anchor``, ``positive``),
-    triplets (with a ``negative`` column), or :class:`NegativesTuple` rows (``negative_1`` ...).
+    """Positive pairs (``sentence1``, ``sentence2``, a ``label`` kept if it marks a positive: see
+    ``POSITIVE_LABELS``; or ``anchor``, ``positive``), triplets (with a ``negative`` column), or
+    :class:`NegativesTuple` rows (``negative_1`` ...).
 
     For in-batch-negative losses: a pair needs no score, a triplet adds a hard negative, a tuple k.
     """
@@ -208,7 +213,14 @@ def read_positive_pairs_or_triplets(
 
     def build(row: dict[str, Any]) -> LabeledPair:
         first, second = _texts(row, ("sentence1", "sentence2"))
-        return LabeledPair(first, second, str(row.get("label") or ""))
+        label = "" if row.get("label") is None else str(row["label"]).strip()
+        if label.lower() not in POSITIVE_LABELS:
+            # A negative pair read as a positive would teach the opposite of what the file says.
+            raise ValueError(
+                f"label {label!r} marks a pair that is not a positive; in-batch-negative losses take "
+                "positive pairs only: leave such rows out, or train a labeled-pair file with --loss cosent"
+            )
+        return LabeledPair(first, second, label)
 
     return _read(path, fmt, build, skip_bad_lines)
 

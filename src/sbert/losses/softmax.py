@@ -37,7 +37,7 @@ class SoftmaxLoss(SentenceLoss):
         >>> loss = SoftmaxLoss(SentenceEncoder.from_pretrained())
         >>> loss.classifier.weight.shape
         torch.Size([3, 1152])
-        >>> float(loss([LabeledPair("A man sleeps.", "A man is asleep.", "entailment")])) > 0
+        >>> float(loss([LabeledPair("A man sleeps.", "A man is asleep.", "entailment")]).detach()) > 0
         True
     """
 

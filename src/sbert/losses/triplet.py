@@ -49,7 +49,7 @@ class TripletLoss(SentenceLoss):
         >>> from sbert import SentenceEncoder
         >>> from sbert.data import Triplet
         >>> loss = TripletLoss(SentenceEncoder.from_pretrained())
-        >>> float(loss([Triplet("A man sleeps.", "A man is asleep.", "A man is running.")])) >= 0
+        >>> float(loss([Triplet("A man sleeps.", "A man is asleep.", "A man is running.")]).detach()) >= 0
         True
     """
 
