@@ -176,4 +176,4 @@ def test_one_optimiser_step_lowers_the_loss(name: str, trainable_encoder: Senten
     optimizer.step()
     with torch.no_grad():
         after = loss(batch)
-    assert float(after) < float(before)
+    assert float(after) < float(before.detach())
