@@ -81,6 +81,13 @@ def sbert_error(response: httpx.Response, status: int) -> dict[str, object]:
             "Validation",
             "parameters.truncate",
         ),
+        (
+            "/similarity",
+            {"inputs": {"source_sentence": "a", "sentences": TOO_MANY}},
+            422,
+            "Validation",
+            "inputs.sentences: 2049 items, more than the limit of 2048",
+        ),
         # TEI's 400 "Empty": an empty list
         ("/embed", {"inputs": []}, 400, "Empty", "inputs: must not be empty"),
         ("/embed_all", {"inputs": []}, 400, "Empty", "inputs: must not be empty"),

@@ -291,8 +291,10 @@ def parse_body(
     # The model is picked first: on /rerank and /similarity it tells TEI's body from sbert's, and
     # with it the shape of every error below.
     model: type[BaseModel] = schema if isinstance(schema, type) else schema(data)
-    for name in LIST_FIELDS:
-        items = data.get(name)
+    lists = [(name, data.get(name)) for name in LIST_FIELDS]
+    if isinstance(data.get("inputs"), dict):  # TEI's /similarity: the sentences are under inputs
+        lists.append(("inputs.sentences", data["inputs"].get("sentences")))
+    for name, items in lists:
         if isinstance(items, list) and len(items) > max_items:
             raise APIError(
                 413,
