@@ -55,6 +55,9 @@ def test_api_key_required_except_health(limited: ServerProcess) -> None:
         OpenAI(base_url=f"{limited.url}/v1", api_key="nope", max_retries=0).embeddings.create(
             input="a", model="m"
         )
+    tei = httpx.post(f"{limited.url}/embed", json={"inputs": "a"})  # TEI's route: TEI's error body
+    assert tei.status_code == 401 and tei.json()["error_type"] == "Validation"
+    assert "API key" in tei.json()["error"]
 
 
 def test_docs_and_schema_need_no_key_and_the_schema_says_which_routes_do(limited: ServerProcess) -> None:
@@ -68,13 +71,11 @@ def test_docs_and_schema_need_no_key_and_the_schema_says_which_routes_do(limited
     assert spec["components"]["schemas"]["EmbeddingRequest"]["properties"]["input"]["maxItems"] == 512
 
 
-async def _flood(url: str, requests: int) -> list[httpx.Response]:
+async def _flood(url: str, requests: int, path: str = "/v1/embeddings") -> list[httpx.Response]:
     limits = httpx.Limits(max_connections=requests)
     async with httpx.AsyncClient(headers=AUTH, timeout=60, limits=limits) as client:
-        body = {"input": [SLOW_TEXT] * 8}
-        return await asyncio.gather(
-            *(client.post(f"{url}/v1/embeddings", json=body) for _ in range(requests))
-        )
+        body = {"input": [SLOW_TEXT] * 8} if path == "/v1/embeddings" else {"inputs": [SLOW_TEXT] * 8}
+        return await asyncio.gather(*(client.post(f"{url}{path}", json=body) for _ in range(requests)))
 
 
 def test_flood_gets_429_with_retry_after_then_recovers(limited: ServerProcess) -> None:
@@ -91,6 +92,18 @@ def test_flood_gets_429_with_retry_after_then_recovers(limited: ServerProcess) -
     assert after.status_code == 200
     metrics = httpx.get(f"{limited.url}/metrics", headers=AUTH).text
     assert 'sbert_requests_total{endpoint="/v1/embeddings",status="429"}' in metrics
+
+
+def test_flood_on_a_tei_route_gets_tei_overloaded(limited: ServerProcess) -> None:
+    responses = asyncio.run(_flood(limited.url, 48, "/embed"))
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {200, 429} and statuses.count(429) > 0, statuses
+    refused = [r for r in responses if r.status_code == 429]
+    assert all(int(r.headers["retry-after"]) >= 1 for r in refused)
+    assert all(
+        r.json()["error_type"] == "Overloaded" and set(r.json()) == {"error", "error_type"} for r in refused
+    )
+    assert len(next(r for r in responses if r.status_code == 200).json()) == 8
 
 
 def test_sigterm_drains_then_exits_zero(limited: ServerProcess) -> None:
@@ -113,6 +126,11 @@ def test_sigterm_drains_then_exits_zero(limited: ServerProcess) -> None:
         refused = response if response.status_code == 503 else None
     assert refused is not None, "no request was refused while draining"
     assert "shutting down" in refused.json()["error"]["message"]
+    tei = httpx.post(f"{limited.url}/embed", json={"inputs": "a"}, headers=AUTH)  # still draining
+    assert tei.status_code == 503 and tei.json() == {
+        "error": "the server is shutting down",
+        "error_type": "Unhealthy",
+    }
     thread.join(60)
     assert slow["response"].status_code == 200 and len(slow["response"].json()["data"]) == 300
     assert limited.wait_exit(30) == 0

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from sbert.server.schemas import TEIErrorType
+
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -25,9 +27,19 @@ class ErrorDetail(_Answer):
 
 
 class ErrorBody(_Answer):
-    """Every error, whatever its status (OpenAI's shape)."""
+    """Every error of sbert's and OpenAI's routes, whatever its status (OpenAI's shape)."""
 
     error: ErrorDetail
+
+
+class TEIErrorBody(_Answer):
+    """Every error of TEI's routes (text-embeddings-inference's ``ErrorResponse``)."""
+
+    error: str = Field(description="What was wrong, starting with the field and item: `inputs[3]: ...`")
+    error_type: TEIErrorType = Field(
+        description="TEI's `ErrorType`: `Validation` (422, or 413 for a body over the byte limit), "
+        "`Empty` (400), `Overloaded` (429), `Unhealthy` (503), `Backend` (424: the model failed)"
+    )
 
 
 class Usage(_Answer):

@@ -21,7 +21,7 @@ from sbert.server import tei
 from sbert.server.batcher import Embedded
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
-from sbert.server.openapi import DOCS_PAGE, build_spec, swagger_ui_dir
+from sbert.server.openapi import DOCS_PAGE, build_spec, speaks_tei, swagger_ui_dir
 from sbert.server.responses import JSONResponse, embedding_values
 from sbert.server.schemas import (
     APIError,
@@ -36,7 +36,7 @@ from sbert.server.schemas import (
     similarity_shape,
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
-from sbert.server.service import Service, Services, await_worker, read_body
+from sbert.server.service import ModelFailed, Service, Services, await_worker, read_body
 from sbert.truncation import truncate_embeddings
 
 
@@ -67,9 +67,10 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
         each.max_concurrent = max_concurrent
     limits = service.limits
 
-    async def api_error(_: Request, error: Exception) -> Response:
+    async def api_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, APIError)
-        return Response(error.body(), error.status, error.headers, media_type="application/json")
+        status, body = error.answer(tei=speaks_tei(request.scope))  # TEI's shape on TEI's routes
+        return Response(body, status, error.headers, media_type="application/json")
 
     async def http_error(_: Request, error: Exception) -> Response:  # unknown path, wrong method
         assert isinstance(error, HTTPException)
@@ -80,8 +81,10 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
         # 499 is nginx's "client closed request", so /metrics counts these apart.
         return Response(status_code=499)
 
-    async def server_error(_: Request, error: Exception) -> Response:  # a bug: still JSON, logged
-        return await api_error(_, APIError(500, f"internal error: {type(error).__name__}: {error}"))
+    async def server_error(request: Request, error: Exception) -> Response:  # still JSON, logged
+        if isinstance(error, ModelFailed):  # the model failed: TEI calls that a backend error
+            return await api_error(request, APIError(500, f"internal error: {error}", tei=(424, "Backend")))
+        return await api_error(request, APIError(500, f"internal error: {type(error).__name__}: {error}"))
 
     async def embeddings(request: Request) -> Response:
         body = parse_body(await read_body(request, limits), EmbeddingRequest, limits.max_items)
@@ -110,7 +113,9 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
         )
 
     async def similarity(request: Request) -> Response:
-        body = parse_body(await read_body(request, limits), similarity_shape, limits.max_items)
+        body = parse_body(
+            await read_body(request, limits), tei.marking(request, similarity_shape), limits.max_items
+        )
         if isinstance(body, TEISimilarityRequest):
             return await tei.similarity(service, body)
         assert isinstance(body, SimilarityRequest)
@@ -148,7 +153,9 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
         )
 
     async def rerank(request: Request) -> Response:
-        body = parse_body(await read_body(request, limits), rerank_shape, limits.max_items)
+        body = parse_body(
+            await read_body(request, limits), tei.marking(request, rerank_shape), limits.max_items
+        )
         if isinstance(body, TEIRerankRequest):
             return await tei.rerank(service, body)
         assert isinstance(body, RerankRequest)

@@ -2,7 +2,9 @@
 
 A plain ASGI middleware (Starlette's ``BaseHTTPMiddleware`` costs a task per request). Refusals are
 decided before the body is read, so a flood costs little: 503 while draining, 401 without the key,
-429 with ``Retry-After`` past ``max_concurrent`` requests in flight.
+429 with ``Retry-After`` past ``max_concurrent`` requests in flight. On TEI's own routes a refusal
+has TEI's shape (``Overloaded``, ``Unhealthy``); /rerank and /similarity take sbert's, as their body,
+which would tell TEI's apart, is not read yet.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sbert.server.metrics import Metrics
-from sbert.server.openapi import OPEN_PATHS, OPERATIONS
+from sbert.server.openapi import OPEN_PATHS, OPERATIONS, TEI_PATHS
 from sbert.server.schemas import APIError
 
 ENDPOINTS = frozenset(op.path for op in OPERATIONS) | {"/openapi.json", "/docs"}
@@ -70,7 +72,7 @@ class Gate:
         refusal = self._refusal(scope)
         try:
             if refusal is not None:
-                await respond(refusal, record_status)
+                await respond(refusal, record_status, tei=path in TEI_PATHS)
             else:
                 self.in_flight += 1
                 try:
@@ -101,10 +103,10 @@ class Gate:
         return None
 
 
-async def respond(error: APIError, send: Send) -> None:
-    """Send ``error`` as a complete response, straight through ASGI."""
-    body = error.body()
+async def respond(error: APIError, send: Send, tei: bool = False) -> None:
+    """Send ``error`` as a complete response, straight through ASGI (with ``tei``: in TEI's shape)."""
+    status, body = error.answer(tei)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(key.encode(), value.encode()) for key, value in error.headers.items()]
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -3,12 +3,14 @@
 Each operation names its request model (the one ``schemas.parse_body`` validates the body with) and
 its answer model (:mod:`sbert.server.answers`); pydantic writes their JSON Schema (2020-12, which
 OpenAPI 3.1 takes as is), so a field, type, bound or default is written once. The server's own limits
-(``--max-items``) go into the document as ``maxItems``. ``/docs`` renders it with Swagger UI's files
-from the installed ``swagger-ui-py`` package: nothing is fetched from a CDN.
+(``--max-items``) go into the document as ``maxItems``. TEI's routes declare TEI's error body and
+statuses; /rerank and /similarity, which take either body, declare both. ``/docs`` renders it with
+Swagger UI's files from the installed ``swagger-ui-py`` package: nothing is fetched from a CDN.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -32,11 +34,24 @@ ERRORS = {
     500: "A bug in sbert (named; its traceback is in the server's log)",
     503: "The server is shutting down",
 }
+# TEI's routes: TEI's ErrorType, and the status text-embeddings-inference gives it.
+TEI_ERRORS = {
+    400: "`Empty`: an empty list (`inputs: []`); or `Validation`: the body is not UTF-8 or not JSON",
+    401: "`Validation`: no or a wrong API key",
+    413: "`Validation`: the body is over the server's byte limit",
+    422: "`Validation`: a field of the wrong type, missing, unknown or out of range, a list over the "
+    "server's limit, or an input over the model's with `truncate: false`: the message names it",
+    424: "`Backend`: the model failed on the request (its traceback is in the server's log)",
+    429: "`Overloaded`: too many requests in flight or sentences queued; see `Retry-After`",
+    503: "`Unhealthy`: the server is shutting down",
+}
+TEI_STATUSES = (400, 413, 422, 424, 429, 503)
 
 
 @dataclass(frozen=True)
 class Operation:
-    """One route: its request body's model (None: no body) and its answer's model."""
+    """One route: its request body's model (None: no body), its answer's model, and the statuses
+    of its errors in sbert's shape (``errors``) and in TEI's (``tei_errors``)."""
 
     method: str
     path: str
@@ -45,6 +60,7 @@ class Operation:
     answer: type[BaseModel] | tuple[type[BaseModel], ...]
     errors: tuple[int, ...] = (400, 404, 413, 422, 429, 503)
     tag: str = "sbert"
+    tei_errors: tuple[int, ...] = ()
     media_type: str = "application/json"
 
 
@@ -63,6 +79,7 @@ OPERATIONS: list[Operation] = [
         "Cosine of one sentence to each of a list: sbert's body or TEI's (under `inputs`)",
         (schemas.SimilarityRequest, schemas.TEISimilarityRequest),
         (answers.SimilarityResponse, answers.SimilarityScores),
+        tei_errors=TEI_STATUSES,
     ),
     Operation(
         "post",
@@ -77,9 +94,17 @@ OPERATIONS: list[Operation] = [
         "Texts ordered by relevance to a query: Cohere's and Jina's body (`documents`) or TEI's (`texts`)",
         (schemas.RerankRequest, schemas.TEIRerankRequest),
         (answers.RerankResponse, answers.TEIRerankResponse),
+        tei_errors=TEI_STATUSES,
     ),
     Operation(
-        "post", "/embed", "A vector per input (TEI)", schemas.EmbedRequest, answers.EmbedResponse, tag=TEI
+        "post",
+        "/embed",
+        "A vector per input (TEI)",
+        schemas.EmbedRequest,
+        answers.EmbedResponse,
+        errors=(),
+        tag=TEI,
+        tei_errors=TEI_STATUSES,
     ),
     Operation(
         "post",
@@ -87,7 +112,9 @@ OPERATIONS: list[Operation] = [
         "Every token's vector of each input, no pooling (TEI)",
         schemas.EmbedAllRequest,
         answers.EmbedAllResponse,
+        errors=(),
         tag=TEI,
+        tei_errors=TEI_STATUSES,
     ),
     Operation(
         "post",
@@ -95,8 +122,9 @@ OPERATIONS: list[Operation] = [
         "Each input's tokens with character offsets (TEI)",
         schemas.TokenizeRequest,
         answers.TokenizeResponse,
-        errors=(400, 413, 422, 429, 503),
+        errors=(),
         tag=TEI,
+        tei_errors=TEI_STATUSES,
     ),
     Operation(
         "post",
@@ -104,8 +132,9 @@ OPERATIONS: list[Operation] = [
         "Token ids back to text (TEI)",
         (schemas.DecodeRequest, schemas.DecodeBatchRequest),
         answers.DecodeResponse,
-        errors=(400, 413, 422, 429, 503),
+        errors=(),
         tag=TEI,
+        tei_errors=TEI_STATUSES,
     ),
     Operation("get", "/info", "What is served (TEI)", None, answers.Info, errors=(), tag=TEI),
     Operation("get", "/health", "Liveness and what is served", None, answers.Health, errors=(503,)),
@@ -115,6 +144,21 @@ OPERATIONS: list[Operation] = [
     ),
 ]
 OPEN_PATHS = frozenset(["/health", "/openapi.json", "/docs"])  # no API key: probes and browsers
+TEI_PATHS = frozenset(op.path for op in OPERATIONS if op.tag == TEI)  # TEI's errors, whatever the body
+TEI_BODY = "sbert.tei_body"  # set in a request's scope once /rerank or /similarity read TEI's body
+
+
+def speaks_tei(scope: Mapping[str, Any]) -> bool:
+    """Whether a request's errors take TEI's shape: on TEI's own routes, and on /rerank and
+    /similarity once the body turned out to be TEI's (before that, say unreadable JSON, sbert's).
+
+    Examples:
+        >>> speaks_tei({"path": "/embed"}), speaks_tei({"path": "/rerank"})
+        (True, False)
+        >>> speaks_tei({"path": "/rerank", TEI_BODY: True})
+        True
+    """
+    return scope.get("path") in TEI_PATHS or bool(scope.get(TEI_BODY))
 
 
 def build_spec(limits: Limits | None = None, api_key: bool = False, title: str = "sbert") -> dict[str, Any]:
@@ -136,7 +180,7 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
     limits = limits or Limits()
     models = [(model, "validation") for op in OPERATIONS for model in _each(op.body)]
     models += [(model, "serialization") for op in OPERATIONS for model in _each(op.answer)]
-    models += [(answers.ErrorBody, "serialization")]
+    models += [(answers.ErrorBody, "serialization"), (answers.TEIErrorBody, "serialization")]
     refs, definitions = models_json_schema(models, ref_template=REF)  # type: ignore[arg-type]
 
     def schema_of(chosen: type[BaseModel] | tuple[type[BaseModel], ...], mode: str) -> dict[str, Any]:
@@ -161,8 +205,7 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
                     "description": "OK",
                     "content": {op.media_type: {"schema": schema_of(op.answer, "serialization")}},
                 },
-                **{str(status): _error(status) for status in op.errors},
-                **({"401": _error(401)} if api_key and op.path not in OPEN_PATHS else {}),
+                **{str(status): _error(op, status) for status in _statuses(op, api_key)},
             },
         }
         if op.body is not None:
@@ -179,7 +222,9 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
             "title": title,
             "version": version(),
             "description": "Sentence embeddings over HTTP. Every error is "
-            '`{"error": {"message", "type", "param", "code"}}`, its message naming the field and item.',
+            '`{"error": {"message", "type", "param", "code"}}`, its message naming the field and item; '
+            "on text-embeddings-inference's routes (and /rerank and /similarity with TEI's bodies) it is "
+            'TEI\'s, `{"error": "<message>", "error_type": "Validation"}`, with TEI\'s statuses.',
         },
         "paths": paths,
         "components": {"schemas": components},
@@ -193,9 +238,27 @@ def _each(models: type[BaseModel] | tuple[type[BaseModel], ...] | None) -> tuple
     return () if models is None else models if isinstance(models, tuple) else (models,)
 
 
-def _error(status: int) -> dict[str, Any]:
-    schema = {"$ref": REF.format(model="ErrorBody")}
-    return {"description": ERRORS[status], "content": {"application/json": {"schema": schema}}}
+def _statuses(op: Operation, api_key: bool) -> list[int]:
+    """The error statuses of ``op``, either shape, 401 included where a key is needed."""
+    key = {401} if api_key and op.path not in OPEN_PATHS else set()
+    return sorted(set(op.errors) | set(op.tei_errors) | key)
+
+
+def _error(op: Operation, status: int) -> dict[str, Any]:
+    """One error answer of ``op``: sbert's body, TEI's, or either (/rerank and /similarity)."""
+    # The gate refuses a request without the key before its body is read: TEI's shape on TEI's
+    # own routes only.
+    sbert = status in op.errors or (status == 401 and op.tag != TEI)
+    tei = status in op.tei_errors or (status == 401 and op.tag == TEI)
+    refs = [
+        {"$ref": REF.format(model=model.__name__)}
+        for model, shown in ((answers.ErrorBody, sbert), (answers.TEIErrorBody, tei))
+        if shown
+    ]
+    descriptions = ([ERRORS[status]] if sbert else []) + ([TEI_ERRORS[status]] if tei else [])
+    description = ". With TEI's body, ".join(descriptions)
+    schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def version() -> str:

@@ -3,7 +3,8 @@
 Bodies are parsed in three steps so that each failure has its own status: bytes that are not UTF-8
 or not JSON are a 400 naming the byte or line; a list longer than ``max_items`` is a 413 before any
 item is looked at; then the schema (strict: no ``"5"`` for 5, no unknown fields) is a 422 naming the
-field and the item's index, e.g. ``input[3]: expected a string, got null``.
+field and the item's index, e.g. ``input[3]: expected a string, got null``. On TEI's routes the same
+errors take TEI's shape and statuses (:meth:`APIError.answer`).
 """
 
 from __future__ import annotations
@@ -26,8 +27,24 @@ ERROR_TYPES = {
 }
 
 
+# text-embeddings-inference's ErrorType (router/src/lib.rs), written as serde writes it.
+TEIErrorType = Literal["Unhealthy", "Backend", "Overloaded", "Validation", "Tokenizer", "Empty"]
+TEI_ERROR_TYPES: dict[int, TEIErrorType] = {429: "Overloaded", 503: "Unhealthy"}
+
+
 class APIError(Exception):
-    """An HTTP error with an OpenAI-style body: ``{"error": {"message", "type", "param", "code"}}``."""
+    """An HTTP error with an OpenAI-style body: ``{"error": {"message", "type", "param", "code"}}``;
+    on TEI's routes, TEI's: ``{"error": "<message>", "error_type": "Validation"}``.
+
+    Args:
+        status: The status on sbert's routes.
+        message: What was wrong, starting with the field and item (``input[3]: ...``).
+        param: The field and item, or ``body``.
+        code: A machine-readable reason where there is one (``input_too_long``).
+        headers: Extra headers (``Retry-After``).
+        tei: TEI's status and error type where they are not the default of ``status`` (see
+            :meth:`tei_status`): TEI answers 422 for a list over its limit, where sbert answers 413.
+    """
 
     def __init__(
         self,
@@ -36,10 +53,39 @@ class APIError(Exception):
         param: str | None = None,
         code: str | None = None,
         headers: dict[str, str] | None = None,
+        tei: tuple[int, TEIErrorType] | None = None,
     ) -> None:
         super().__init__(message)
         self.status, self.message, self.param, self.code = status, message, param, code
         self.headers = headers or {}
+        self.tei = tei
+
+    def tei_status(self) -> tuple[int, TEIErrorType]:
+        """TEI's status and ``error_type``: ``tei`` if given, else the status with its TEI type
+        (429 Overloaded, 503 Unhealthy, 5xx Backend; any other 4xx is a bad request: Validation).
+
+        Examples:
+            >>> APIError(429, "busy").tei_status(), APIError(413, "body: too big").tei_status()
+            ((429, 'Overloaded'), (413, 'Validation'))
+            >>> APIError(413, "inputs: 3 items", tei=(422, "Validation")).tei_status()
+            (422, 'Validation')
+        """
+        if self.tei is not None:
+            return self.tei
+        kind = TEI_ERROR_TYPES.get(self.status, "Backend" if self.status >= 500 else "Validation")
+        return self.status, kind
+
+    def answer(self, tei: bool = False) -> tuple[int, bytes]:
+        """The status and body: sbert's (OpenAI's shape), or with ``tei`` TEI's.
+
+        Examples:
+            >>> APIError(422, "inputs[1]: required", "inputs[1]").answer(tei=True)
+            (422, b'{"error": "inputs[1]: required", "error_type": "Validation"}')
+        """
+        if not tei:
+            return self.status, self.body()
+        status, kind = self.tei_status()
+        return status, json.dumps({"error": self.message, "error_type": kind}).encode()
 
     def body(self) -> bytes:
         error = {
@@ -242,13 +288,20 @@ def parse_body(
         ) from None
     if not isinstance(data, dict):
         raise APIError(422, f"body: expected a JSON object, got {_json_type(data)}", "body")
-    for name in LIST_FIELDS:
-        items = data.get(name)
+    # The model is picked first: on /rerank and /similarity it tells TEI's body from sbert's, and
+    # with it the shape of every error below.
+    model: type[BaseModel] = schema if isinstance(schema, type) else schema(data)
+    lists = [(name, data.get(name)) for name in LIST_FIELDS]
+    if isinstance(data.get("inputs"), dict):  # TEI's /similarity: the sentences are under inputs
+        lists.append(("inputs.sentences", data["inputs"].get("sentences")))
+    for name, items in lists:
         if isinstance(items, list) and len(items) > max_items:
             raise APIError(
-                413, f"{name}: {len(items)} items, more than the limit of {max_items} per request", name
+                413,
+                f"{name}: {len(items)} items, more than the limit of {max_items} per request",
+                name,
+                tei=(422, "Validation"),  # TEI's "batch size > maximum allowed batch size"
             )
-    model: type[BaseModel] = schema if isinstance(schema, type) else schema(data)
     try:
         return model.model_validate(data)  # type: ignore[return-value]
     except ValidationError as error:
@@ -273,7 +326,9 @@ def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIErro
         message = (
             f"{param}: {first['msg'].replace('Input should', 'should')}, got {_json_type(first['input'])}"
         )
-    return APIError(422, message, param or "body", kind)
+    # TEI tells an empty list (``inputs: []``) apart: 400, "Empty"; every other bad field is a 422.
+    tei: tuple[int, TEIErrorType] = (400, "Empty") if kind == "too_short" else (422, "Validation")
+    return APIError(422, message, param or "body", kind, tei=tei)
 
 
 def _json_type(value: Any) -> str:

@@ -80,7 +80,21 @@ async def await_worker(
             "(send truncate: true to cut it)",
             param,
             "input_too_long",
+            tei=(422, "Validation"),  # TEI: "`inputs` must have less than 512 tokens"
         ) from None
+    except APIError:  # a refusal decided on the worker thread (tei.refuse_left)
+        raise
+    except Exception as error:
+        raise ModelFailed(error) from error
+
+
+class ModelFailed(RuntimeError):
+    """The model's work raised ``error`` on the batcher's thread: still a 500 on sbert's routes (the
+    traceback logged), TEI's 424 "Backend" on TEI's routes, as TEI answers a failed inference."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
 
 
 class Services:

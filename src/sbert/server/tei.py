@@ -1,12 +1,19 @@
 """text-embeddings-inference's routes: ``/embed``, ``/embed_all``, ``/tokenize``, ``/decode``, ``/info``,
-and its ``/rerank`` body, with TEI's bodies and answer shapes, so that a TEI client works unchanged.
+and its ``/rerank`` and ``/similarity`` bodies, with TEI's bodies and answer shapes, so that a TEI client
+works unchanged.
 
-Errors keep sbert's shape (``{"error": {"message", "type", "param", "code"}}``, naming the field and
-item: ``inputs[2]``), with TEI's statuses: 413 for an input over the model's limit (TEI's default is
-``truncate: false``), 422 for a bad body. Two things sbert does not do are refused by name rather than
-answered differently: ``truncation_direction: "Left"`` when an input is in fact over the limit
-(sbert keeps the start of a long input), and ``normalize: false`` for a model whose last layer
-normalizes (its vectors are unit length by design).
+Errors take TEI's shape, ``{"error": "<message>", "error_type": "Validation"}``, with TEI's statuses
+(its ``ErrorType`` and the status ``router/src/http/server.rs`` gives each): 422 ``Validation`` for a
+bad field, a list over ``--max-items`` or an input over the model's limit (TEI's default is
+``truncate: false``); 400 ``Empty`` for an empty list; 429 ``Overloaded``; 503 ``Unhealthy`` while
+draining; 424 ``Backend`` when the model fails; 413 ``Validation`` for a body over the byte limit. The
+message is sbert's, naming the field and item (``inputs[2]: ...``). /rerank and /similarity answer so
+once their body is TEI's (:func:`marking`); OpenAI's and sbert's routes keep sbert's shape.
+
+Two things sbert does not do are refused by name rather than answered differently:
+``truncation_direction: "Left"`` when an input is in fact over the limit (sbert keeps the start of a
+long input), and ``normalize: false`` for a model whose last layer normalizes (its vectors are unit
+length by design).
 """
 
 from __future__ import annotations
@@ -22,10 +29,11 @@ from starlette.routing import Route
 
 from sbert.modules.normalize import Normalize
 from sbert.server.batcher import InputTooLong
-from sbert.server.openapi import version
+from sbert.server.openapi import TEI_BODY, version
 from sbert.server.responses import JSONResponse
 from sbert.server.schemas import (
     APIError,
+    Body,
     DecodeBatchRequest,
     DecodeRequest,
     EmbedAllRequest,
@@ -187,6 +195,21 @@ async def similarity(service: Service, body: TEISimilarityRequest) -> Response:
     result = await service.embed(texts, bool(parameters.truncate), names, prompt)
     refuse_left(parameters.truncation_direction, [i for i, _ in result.truncated], names)
     return JSONResponse(cosine_scores(result.vectors[0], result.vectors[1:]))
+
+
+def marking(
+    request: Request, shape: Callable[[dict[str, Any]], type[Body]]
+) -> Callable[[dict[str, Any]], type[Body]]:
+    """``shape``, which tells the body a shared route got (/rerank, /similarity), noting a TEI body
+    in the request: its errors from then on take TEI's shape (``openapi.speaks_tei``)."""
+
+    def pick(data: dict[str, Any]) -> type[Body]:
+        chosen = shape(data)
+        if chosen in (TEIRerankRequest, TEISimilarityRequest):
+            request.scope[TEI_BODY] = True
+        return chosen
+
+    return pick
 
 
 def refuse_left(direction: str, truncated: Sequence[int], name: Callable[[int], str]) -> None:
