@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MODEL",
         default=None,
         help="re-rank the index's candidates by this stronger bi-encoder's cosine (its query and "
-        "document prompts); the scores printed are its own. Needs an index that holds its texts",
+        "document prompts; --device, --precision, --backend apply to it too); the scores printed are its "
+        "own. Needs an index that holds its texts",
     )
     cascade.add_argument(
         "--rescore-candidates",
@@ -117,7 +118,10 @@ def cascade(args: argparse.Namespace) -> tuple[list[list[Hit]], dict[int, str | 
         check_has_texts(index)  # before loading the rescorer: a refusal should be quick
     except ValueError as error:
         raise ValueError(f"{args.index}: {error}; --rescore-with cannot be used with it") from None
-    rescorer = SentenceEncoder.from_pretrained(args.rescore_with, device=args.device)
+    # The transformer is where --precision and --backend matter: they apply to it as to the index's model.
+    rescorer = SentenceEncoder.from_pretrained(
+        args.rescore_with, device=args.device, precision=args.precision, backend=args.backend
+    )
     queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
     results = cascade_search(
         index,
