@@ -100,6 +100,20 @@ def tiny_encoder(tiny_model_dir: Path) -> SentenceEncoder:
 
 
 @pytest.fixture(scope="session")
+def tiny_static_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A static model on the tiny BERT's tokenizer with a random 8-d token table (a fast first stage)."""
+    from tokenizers import Tokenizer
+
+    from sbert.static import StaticEncoder
+
+    tokenizer = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    table = torch.randn(tokenizer.get_vocab_size(), 8, generator=torch.Generator().manual_seed(0))
+    path = tmp_path_factory.mktemp("tiny-static") / "static"
+    StaticEncoder(tokenizer, table, name="tiny-static").save(path)
+    return path
+
+
+@pytest.fixture(scope="session")
 def data_dir() -> Path:
     path = Path(os.path.abspath(os.environ.get("SBERT_DATA", REPO.parent / "shared" / "data")))
     if not (path / "stsb").is_dir():

@@ -1,4 +1,5 @@
-"""``sbert search --index DIR "query" ...`` (or ``--corpus FILE``): the nearest sentences of each query."""
+"""``sbert search --index DIR "query" ...`` (or ``--corpus FILE``): the nearest sentences of each query;
+``--rescore-with MODEL`` re-ranks the index's candidates with a stronger model (a cascade)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ if TYPE_CHECKING:
     from sbert.encoder import SentenceEncoder
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
+
+# sbert.applications.cascade.DEFAULT_CANDIDATES, written out: importing it would import torch for
+# every CLI start (tests/cli pins the two equal).
+DEFAULT_CANDIDATES = 50
 
 if TYPE_CHECKING:
     from sbert.applications.search import Hit
@@ -38,6 +43,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="--corpus: the prompt for the corpus by name (default: the model's document prompt)",
     )
+    cascade = parser.add_argument_group("cascade (with --index)")
+    cascade.add_argument(
+        "--rescore-with",
+        metavar="MODEL",
+        default=None,
+        help="re-rank the index's candidates by this stronger bi-encoder's cosine (its query and "
+        "document prompts; --device, --precision, --backend apply to it too); the scores printed are its "
+        "own. Needs an index that holds its texts",
+    )
+    cascade.add_argument(
+        "--rescore-candidates",
+        metavar="N",
+        type=int,
+        default=None,
+        help=f"--rescore-with: candidates taken from the index per query (default {DEFAULT_CANDIDATES}; "
+        "at least --top-k)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -46,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
-    if args.index:
+    check_cascade_arguments(args)
+    if args.index and args.rescore_with:
+        results, texts = cascade(args)
+    elif args.index:
         from sbert.applications.index import VectorIndex
 
         model = load_model_of_index(args)
@@ -67,6 +92,47 @@ def run(args: argparse.Namespace) -> int:
     for query, hits in zip(args.queries, results):
         print_hits(query, hits, texts, args.json)
     return 0
+
+
+def check_cascade_arguments(args: argparse.Namespace) -> None:
+    if args.rescore_candidates is not None and not args.rescore_with:
+        raise ValueError("--rescore-candidates is for --rescore-with MODEL: name the model that re-ranks")
+    if args.rescore_with and not args.index:
+        raise ValueError(
+            "--rescore-with re-ranks an index's candidates: use it with --index, or search --corpus "
+            "with the stronger model itself (--model)"
+        )
+    if args.rescore_candidates is not None and args.rescore_candidates < 1:
+        raise ValueError(f"--rescore-candidates must be at least 1, got {args.rescore_candidates}")
+
+
+def cascade(args: argparse.Namespace) -> tuple[list[list[Hit]], dict[int, str | None]]:
+    """The index's candidates re-ranked by ``--rescore-with`` (:func:`sbert.applications.cascade.cascade_search`)."""
+    from sbert.applications.cascade import cascade_search, check_has_texts
+    from sbert.applications.index import VectorIndex
+    from sbert.encoder import SentenceEncoder
+
+    model = load_model_of_index(args)
+    index = VectorIndex.load(args.index, model=model)
+    try:
+        check_has_texts(index)  # before loading the rescorer: a refusal should be quick
+    except ValueError as error:
+        raise ValueError(f"{args.index}: {error}; --rescore-with cannot be used with it") from None
+    # The transformer is where --precision and --backend matter: they apply to it as to the index's model.
+    rescorer = SentenceEncoder.from_pretrained(
+        args.rescore_with, device=args.device, precision=args.precision, backend=args.backend
+    )
+    queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
+    results = cascade_search(
+        index,
+        args.queries,
+        queries,
+        rescorer,
+        top_k=args.top_k,
+        candidates=args.rescore_candidates or DEFAULT_CANDIDATES,
+    )
+    found = sorted({hit.corpus_id for hits in results for hit in hits})
+    return results, dict(zip(found, index.texts_of(found)))
 
 
 def load_model_of_index(args: argparse.Namespace) -> SentenceEncoder:
