@@ -84,3 +84,15 @@ def test_sbert_train_file_fine_tunes_a_static_model(
     assert agreement(after) > agreement(before)
     reference = st.SentenceTransformer(str(trained), device="cpu")
     np.testing.assert_allclose(reference.encode(anchors), after.encode(anchors), atol=1e-6)
+
+
+def test_a_static_model_trains_at_its_own_default_learning_rate(
+    static_model: StaticEncoder, tiny_encoder: SentenceEncoder
+) -> None:
+    from sbert.training.recipes import STATIC_LEARNING_RATE, RecipeConfig
+
+    config = RecipeConfig("file", "out", train_file="pairs.jsonl", loss="mnrl")
+    assert config.training_config("file", static_model).learning_rate == STATIC_LEARNING_RATE
+    assert config.training_config("file", tiny_encoder).learning_rate == 2e-5
+    chosen = RecipeConfig("file", "out", train_file="pairs.jsonl", loss="mnrl", learning_rate=1e-3)
+    assert chosen.training_config("file", static_model).learning_rate == 1e-3

@@ -99,7 +99,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
         default=16,
         help="examples per optimiser step, over all processes (default 16)",
     )
-    parser.add_argument("--lr", type=float, default=2e-5, help="peak learning rate (default 2e-5)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (default 2e-5; 0.01 for a static model)")
     parser.add_argument("--warmup", type=float, default=0.1, help="warm-up share of the steps (default 0.1)")
     parser.add_argument(
         "--bf16",

@@ -64,11 +64,14 @@ from sbert.options import (
     TripletDistance,
     choice,
 )
+from sbert.static import StaticEncoder
 from sbert.training.config import TrainingConfig
 from sbert.training.trainer import CHECKPOINT_DIR, Trainer, TrainingResult, seed_everything
 
 logger = logging.getLogger("sbert")
 
+# A static model's default: a table of token vectors needs steps about 500 times the paper's 2e-5.
+STATIC_LEARNING_RATE = 0.01
 RECIPE_EPOCHS: dict[str, int] = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1, "cross-stsb": 4}
 
 
@@ -88,7 +91,7 @@ class RecipeConfig:
     seed: int = 42
     epochs: int | None = None  # None: the recipe's (RECIPE_EPOCHS)
     batch_size: int = 16
-    learning_rate: float = 2e-5
+    learning_rate: float | None = None  # None: 2e-5, or STATIC_LEARNING_RATE for a static model
     warmup: float = 0.1
     bf16: bool = False
     eval_steps: int = 500  # 0: at epoch ends only
@@ -125,11 +128,14 @@ class RecipeConfig:
     def stage_epochs(self, recipe: str) -> int:
         return self.epochs or RECIPE_EPOCHS.get(recipe, 1)
 
-    def training_config(self, recipe: str) -> TrainingConfig:
+    def training_config(self, recipe: str, model: SentenceEncoder | None = None) -> TrainingConfig:
+        """The trainer's settings for ``recipe``; ``model`` sets the default learning rate."""
         return TrainingConfig(
             epochs=self.stage_epochs(recipe),
             batch_size=self.batch_size,
-            learning_rate=self.learning_rate,
+            learning_rate=(
+                default_learning_rate(model) if self.learning_rate is None else self.learning_rate
+            ),
             warmup_fraction=self.warmup,
             seed=self.seed,
             bf16=self.bf16,
@@ -160,6 +166,17 @@ def train_recipe(config: RecipeConfig) -> TrainingResult:
     return train_stage(config, "stsb", output, str(output / "nli"), resume)
 
 
+def default_learning_rate(model: SentenceEncoder | None) -> float:
+    """The paper's 2e-5 for a transformer; STATIC_LEARNING_RATE for a static model, whose token table
+    barely moves at 2e-5 (benchmarks/retrieval_finetune.py trains one at 0.01).
+
+    Examples:
+        >>> default_learning_rate(None)
+        2e-05
+    """
+    return STATIC_LEARNING_RATE if isinstance(model, StaticEncoder) else 2e-5
+
+
 def train_stage(
     config: RecipeConfig, recipe: str, output: Path, base: str | None, resume: bool = False
 ) -> TrainingResult:
@@ -168,7 +185,7 @@ def train_stage(
     model = SentenceEncoder.from_pretrained(base, pooling=config.pooling, device=config.device)
     objective, examples = _objective(config, recipe, model)
     examples = subsample(examples, config.max_pairs, config.seed)
-    training = config.training_config(recipe)
+    training = config.training_config(recipe, model)
     logger.info(
         "%s: %d training examples, %s, %d epochs, batch %d, lr %g, %s",
         recipe,
