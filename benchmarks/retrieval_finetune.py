@@ -44,6 +44,7 @@ from encode_speed import cpu_name
 from sbert import SentenceEncoder
 from sbert.data.beir import proxy_set
 from sbert.data.readers import read_snli_senteval, read_stsb
+from sbert.data.training_files import write_training_file
 from sbert.evaluation.retrieval import embed_set, search_and_score
 from sbert.training.recipes import RecipeConfig, train_recipe
 
@@ -73,12 +74,6 @@ def mine(pairs: list[tuple[str, str]], pool: list[str], path: Path, args: argpar
     )  # fmt: skip
     write_mined(mined, path)
     return len(mined.rows)
-
-
-def write_jsonl(path: Path, keys: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(dict(zip(keys, row))) + "\n")
 
 
 def dimensions_of(model: SentenceEncoder) -> tuple[int, ...]:
@@ -160,7 +155,7 @@ def main() -> None:
     pairs, pool = training_pairs()
     with tempfile.TemporaryDirectory() as scratch:
         files = {"in-batch": Path(scratch) / "pairs.jsonl", "mined": Path(scratch) / "mined.jsonl"}
-        write_jsonl(files["in-batch"], ("sentence1", "sentence2"), pairs)
+        write_training_file(files["in-batch"], ("sentence1", "sentence2"), pairs)
         if "mined" in args.arms:
             results["mined_rows"] = mine(pairs, pool, files["mined"], args)
         for arm in args.arms:

@@ -25,6 +25,11 @@ def pairs_file(tmp_path: Path) -> Path:
     return path
 
 
+def model_and_steps(model_dir: Path, output: Path, epochs: int) -> list[str]:
+    """The base model, the output and a short run of batches of 4."""
+    return ["--base", str(model_dir), "--output", str(output), "--epochs", str(epochs), "--batch-size", "4"]
+
+
 @pytest.mark.parametrize(
     "loss",
     ["cosine-mse", "cosent", "mnrl", "cached-mnrl --mini-batch-size 3", "cosent --matryoshka-dims 32 16 8"],
@@ -35,16 +40,7 @@ def test_train_file_writes_a_loadable_model_log_and_results(
     monkeypatch.delenv("SBERT_DATA", raising=False)
     output = tmp_path / "out"
     argv = ["train", "file", "--train", str(pairs_file), "--loss", *loss.split(), "--dev", str(pairs_file)]
-    argv += [
-        "--base",
-        str(trainable_model_dir),
-        "--output",
-        str(output),
-        "--epochs",
-        "2",
-        "--batch-size",
-        "4",
-    ]
+    argv += model_and_steps(trainable_model_dir, output, epochs=2)
     assert main([*argv, "--lr", "1e-3", "--no-progress", "--device", "cpu"]) == 0
     results = json.loads((output / "results.json").read_text())
     assert results["steps"] == 8 and results["best_dev_spearman_cosine"] is not None
@@ -72,16 +68,7 @@ def test_train_file_keeps_the_best_ndcg_on_a_retrieval_dev_set(
         "--dev-retrieval",
         str(tmp_path / "beir"),
     ]
-    argv += [
-        "--base",
-        str(trainable_model_dir),
-        "--output",
-        str(output),
-        "--epochs",
-        "1",
-        "--batch-size",
-        "4",
-    ]
+    argv += model_and_steps(trainable_model_dir, output, epochs=1)
     assert main([*argv, "--no-progress", "--device", "cpu"]) == 0
     results = json.loads((output / "results.json").read_text())
     assert 0.0 <= results["best_dev_ndcg@10"] <= 1.0 and "best_dev_spearman_cosine" not in results

@@ -113,7 +113,8 @@ def rerank(
         queries: The query sentences.
         candidate_ids: Per query, the corpus ids to re-rank.
         texts: Corpus id → text, for every candidate.
-        rescorer: Anything with ``encode_query`` and ``encode_document``.
+        rescorer: Anything with ``encode_query`` and ``encode_document`` that give unit-length
+            vectors when asked with ``normalize=True`` (a :class:`~sbert.SentenceEncoder`).
         top_k: Results per query (fewer when a query has fewer candidates).
         query_prompt_name: The rescorer's query prompt by name (default: its query prompt).
         document_prompt_name: The rescorer's document prompt by name (default: its document prompt).
@@ -126,9 +127,10 @@ def rerank(
         ValueError: as many queries as candidate lists not given, or a candidate without a text.
 
     Examples:
-        >>> class Length:  # a stand-in rescorer: [1, length]
-        ...     def encode_query(self, texts, **options):
-        ...         return np.array([[1.0, len(t)] for t in texts])
+        >>> class Length:  # a stand-in rescorer: [1, length], at unit length
+        ...     def encode_query(self, texts, normalize=False, **options):
+        ...         vectors = np.array([[1.0, len(t)] for t in texts])
+        ...         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         ...     encode_document = encode_query
         >>> rerank(["abc"], [[7, 8]], {7: "a", 8: "abcd"}, Length(), top_k=1)[0][0].corpus_id
         8
@@ -142,11 +144,14 @@ def rerank(
             f"no text for corpus ids {missing[:5]}{'…' if len(missing) > 5 else ''}: a rescorer "
             "re-embeds the candidates' texts, so the index must hold them"
         )
-    options = {"batch_size": batch_size, "show_progress_bar": False}
-    query_vectors = _unit(rescorer.encode_query(list(queries), prompt_name=query_prompt_name, **options))
-    doc_vectors = _unit(
+    # Unit-length vectors from the rescorer itself: its dot products are its cosines.
+    options = {"batch_size": batch_size, "show_progress_bar": False, "normalize": True}
+    query_vectors = as_numpy(
+        rescorer.encode_query(list(queries), prompt_name=query_prompt_name, **options)
+    )  # (queries, dim)
+    doc_vectors = as_numpy(
         rescorer.encode_document([texts[i] for i in ids], prompt_name=document_prompt_name, **options)
-    )
+    )  # (candidates, dim)
     row_of = {corpus_id: row for row, corpus_id in enumerate(ids)}
     results = []
     for query, row in zip(query_vectors, candidate_ids):
@@ -188,10 +193,3 @@ def check_has_texts(index: Any) -> None:
             "the index holds no texts (it was built from vectors alone): a rescorer re-embeds the "
             "candidates' texts; build the index with its texts"
         )
-
-
-def _unit(vectors: ArrayLike) -> np.ndarray:
-    """float32 rows of unit length (cosine as a dot product)."""
-    array = as_numpy(vectors)
-    array = array[None, :] if array.ndim == 1 else array
-    return array / np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
