@@ -40,6 +40,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from sbert.contracts import Encoder
 from sbert.data.records import LabeledPair, LabeledSentence
 from sbert.data.transfer import (
     BINARY_TASK_FILES,
@@ -51,7 +52,6 @@ from sbert.data.transfer import (
 )
 from sbert.evaluation import senteval_validation as validation
 from sbert.evaluation.senteval_validation import SentEvalSettings
-from sbert.evaluation.similarity import Encoder
 from sbert.evaluation.sts import encode_once
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
-from torch import Tensor
 
+from sbert.contracts import Encoder
 from sbert.data.records import ScoredPair
 from sbert.similarity import PAIRWISE
-
-
-class Encoder(Protocol):
-    """Anything with ``encode(list[str]) -> (n, dim)``: sbert models and the baselines alike."""
-
-    def encode(self, sentences: list[str], batch_size: int = ...) -> np.ndarray | Tensor: ...
 
 
 class SimilarityEvaluator:

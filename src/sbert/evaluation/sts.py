@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 from torch import Tensor
 
+from sbert.contracts import Encoder
 from sbert.data.readers import read_stsb
 from sbert.data.records import ScoredPair
 from sbert.data.sts import STS_SUBSETS, read_sick, read_sts
-from sbert.evaluation.similarity import Encoder, SimilarityEvaluator
+from sbert.evaluation.similarity import SimilarityEvaluator
 
 STS_SETS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSb", "SICK-R")
 
