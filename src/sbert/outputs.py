@@ -20,6 +20,8 @@ while writing is reported with the output's path (:class:`OutputDiskFullError`).
 from __future__ import annotations
 
 import errno
+import functools
+import inspect
 import json
 import os
 import threading
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 try:
     import fcntl
@@ -110,6 +113,8 @@ MODEL = OutputKind(
 )
 FILE = OutputKind("file", file=True)
 
+Function = TypeVar("Function", bound=Callable[..., Any])
+
 _held: dict[Path, int] = {}  # outputs this process has claimed: a nested claim is the same writer
 _held_lock = threading.Lock()
 
@@ -138,19 +143,23 @@ def claim_output(path: str | Path, kind: OutputKind) -> Iterator[Path]:
         refused: True
     """
     target = Path(os.path.realpath(path))
-    check_output(target, kind)
     with _held_lock:
         nested = target in _held
         if nested:
             _held[target] += 1
-    if nested:
+    if nested:  # the same writer again (a command, then the function it calls): decided already
         try:
             yield target
         finally:
             with _held_lock:
                 _held[target] -= 1
         return
-    handle = _lock(target, kind)
+    handle = _lock(target, kind)  # first: a writer at work is named, not what it has written so far
+    try:
+        check_output(target, kind)
+    except BaseException:
+        _unlock(handle)
+        raise
     with _held_lock:
         _held[target] = 1
     try:
@@ -169,6 +178,42 @@ def claim_output(path: str | Path, kind: OutputKind) -> Iterator[Path]:
         with _held_lock:
             del _held[target]
         _unlock(handle)
+
+
+def claiming(parameter: str, kind: OutputKind) -> Callable[[Function], Function]:
+    """Decorate a writer: its argument ``parameter`` is claimed (:func:`claim_output`) for the call.
+
+    The function gets the path to write (a link's target). A URI (``s3://...``) or a call given a
+    pyarrow ``filesystem`` is passed through unclaimed: the rule and the lock are for local paths.
+
+    Examples:
+        >>> import tempfile
+        >>> @claiming("output", FILE)
+        ... def write(text: str, output: Path) -> None:
+        ...     output.write_text(text)
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> write("done", folder)
+        Traceback (most recent call last):
+        ...
+        sbert.outputs.OutputRefusedError: ...: refusing to replace it with a file: it is a folder
+    """
+
+    def decorate(function: Function) -> Function:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def claimed(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            path = bound.arguments[parameter]
+            if "://" in str(path) or bound.arguments.get("filesystem") is not None:
+                return function(*args, **kwargs)
+            with claim_output(path, kind) as target:
+                bound.arguments[parameter] = target
+                return function(*bound.args, **bound.kwargs)
+
+        return cast(Function, claimed)
+
+    return decorate
 
 
 def check_output(path: Path, kind: OutputKind) -> None:

@@ -23,8 +23,9 @@ from tqdm.auto import tqdm
 from sbert.data.errors import BadLines
 from sbert.data.texts import STDIN, fingerprint_input, iter_texts, resolve_format
 from sbert.identity import ModelIdentity, check_same_model, model_identity
+from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges, quantize_embeddings
-from sbert.store.manifest import MANIFEST, STORE_DTYPES, StoreError
+from sbert.store.manifest import MANIFEST, STORE, STORE_DTYPES, StoreError
 from sbert.store.reader import EmbeddingStore
 from sbert.store.writer import ShardWriter, StoreWriter, input_digest
 
@@ -38,6 +39,7 @@ ENGINES = ("local", "ray")
 Chunk = tuple[np.ndarray, list[str], np.ndarray]
 
 
+@claiming("output", STORE)
 def encode_corpus(
     model: Any,
     source: str | Path | Iterable[str],

@@ -30,6 +30,7 @@ from sbert.applications.rescoring import RescoreVectors, rescore
 from sbert.applications.search import Hit, as_numpy
 from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
+from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges
 from sbert.similarity import ArrayLike
 from sbert.truncation import truncate_embeddings
@@ -310,10 +311,10 @@ class VectorIndex:
             else np.empty((0, self.dim), dtype=np.float32)
         )
 
+    @claiming("path", files.INDEX)
     def save(self, path: str | Path) -> None:
-        """Write the index directory atomically (temporary directory, then rename)."""
+        """Write the index directory atomically (temporary directory, then rename); see :mod:`sbert.outputs`."""
         path = Path(path)
-        files.check_output(path)
         staging = staging_dir(path)
         try:
             with (staging / IDS_FILE).open("wb") as handle:
