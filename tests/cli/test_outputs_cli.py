@@ -146,3 +146,65 @@ def test_encode_to_a_file_refuses_a_folder_and_writes_through_a_symlink(
     assert sbert("encode", corpus, "-o", tmp_path / "link.npy", "-m", tiny_model_dir).returncode == 0
     assert (tmp_path / "link.npy").is_symlink()
     assert (tmp_path / "real.npy").read_bytes().startswith(b"\x93NUMPY")
+
+
+def test_distill_static_refuses_a_users_folder_or_file_before_any_work(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    (tmp_path / "userdir").mkdir()
+    (tmp_path / "userdir" / "mine.txt").write_text("mine")
+    (tmp_path / "afile").write_text("mine too")
+    for output, reason in (
+        (tmp_path / "userdir", "holds no sbert model (mine.txt)"),
+        (tmp_path / "afile", "exists and is not a folder"),
+    ):
+        started = time.monotonic()
+        run = sbert("distill", "static", "--teacher", tiny_model_dir, "--output", output, "--dimensions", "8")
+        assert run.returncode == 1
+        assert f"{output}: refusing to replace it" in run.stderr and reason in run.stderr
+        assert time.monotonic() - started < 60  # refused up front, not after distilling
+    assert (tmp_path / "userdir" / "mine.txt").read_text() == "mine"
+    assert (tmp_path / "afile").read_text() == "mine too"
+
+
+def test_encode_into_a_store_leaves_a_users_file_there_alone(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    store = tmp_path / "store"
+    assert (
+        sbert("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2").returncode == 0
+    )
+    (store / "notes.txt").write_text("mine")
+    run = sbert("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2", "--overwrite")
+    assert run.returncode == 0, run.stderr
+    assert (store / "notes.txt").read_text() == "mine"
+
+
+def test_train_refuses_a_users_folder_and_keeps_a_users_file_in_its_own(
+    tmp_path: Path, trainable_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sbert.cli import main
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{a} too\t0.5\n" for a in SENTENCES))
+    (tmp_path / "userdir").mkdir()
+    (tmp_path / "userdir" / "mine.txt").write_text("mine")
+    train = [
+        "train",
+        "file",
+        "--train",
+        str(pairs),
+        "--loss",
+        "cosine-mse",
+        "--base",
+        str(trainable_model_dir),
+    ]
+    train += ["--epochs", "1", "--batch-size", "2", "--no-progress", "--device", "cpu", "--output"]
+    assert main([*train, str(tmp_path / "userdir")]) == 1
+    assert "holds no sbert training run (mine.txt)" in capsys.readouterr().err
+    assert sorted(path.name for path in (tmp_path / "userdir").iterdir()) == ["mine.txt"]
+    assert main([*train, str(tmp_path / "out")]) == 0
+    (tmp_path / "out" / "mine.txt").write_text("mine")
+    assert main([*train, str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
+    assert (tmp_path / "out" / "modules.json").is_file()
