@@ -208,3 +208,24 @@ def test_train_refuses_a_users_folder_and_keeps_a_users_file_in_its_own(
     assert main([*train, str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
     assert (tmp_path / "out" / "modules.json").is_file()
+
+
+def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_path: Path) -> None:
+    from sbert.data.download import download
+    from sbert.outputs import OutputRefusedError
+    from sbert.reproduce.pipeline import reproduce
+    from sbert.reproduce.scale import QUICK
+
+    (tmp_path / "userdir").mkdir()
+    (tmp_path / "userdir" / "mine.txt").write_text("mine")
+    with pytest.raises(OutputRefusedError, match="holds no sbert data directory"):
+        download(tmp_path / "userdir", ["stsb"], mirror="http://127.0.0.1:9/")  # refused before any fetch
+    with pytest.raises(OutputRefusedError, match="holds no sbert report"):
+        reproduce(tmp_path / "userdir", QUICK, str(tmp_path), "sbert reproduce")
+    (tmp_path / "pairs.tsv").write_text("anchor\tpositive\na\tb\n")
+    (tmp_path / "out.tsv").mkdir()
+    run = sbert(
+        "mine-negatives", tmp_path / "pairs.tsv", "-o", tmp_path / "out.tsv", "-m", tmp_path / "no-model"
+    )
+    assert run.returncode == 1 and f"{tmp_path / 'out.tsv'} is a folder" in run.stderr
+    assert sorted(path.name for path in (tmp_path / "userdir").iterdir()) == ["mine.txt"]

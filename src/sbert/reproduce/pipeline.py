@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.files import write_text_atomic
+from sbert.outputs import OutputKind, claiming
 from sbert.reproduce.cache import CellCache, code_fingerprint
 from sbert.reproduce.cells import Context, build_cells
 from sbert.reproduce.charts import write_charts
@@ -21,6 +22,14 @@ REPORT_FILE = "REPORT.md"
 RESULTS_FILE = "results.json"
 
 
+# A report folder is written in place, file by file: other files there are left alone.
+REPORT = OutputKind(
+    "report",
+    recognise=lambda folder: any((folder / name).exists() for name in (RESULTS_FILE, REPORT_FILE, ".work")),
+)
+
+
+@claiming("output", REPORT)
 def reproduce(
     output: str | Path,
     scale: Scale,
