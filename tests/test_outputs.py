@@ -116,7 +116,9 @@ def test_a_second_process_is_refused_with_the_holders_pid_until_it_ends(tmp_path
             assert holder.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         with (
-            pytest.raises(OutputInUseError, match=f"{output}: in use by pid {holder.pid}"),
+            pytest.raises(
+                OutputInUseError, match=f"{output}: in use by pid {holder.pid}, which is writing a file there"
+            ),
             claim_output(output, FILE),
         ):
             pass

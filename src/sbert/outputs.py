@@ -168,11 +168,12 @@ def claim_output(path: str | Path, kind: OutputKind) -> Iterator[Path]:
         if _disk_full(error) and str(target) not in str(error):
             swapped = kind.owns is not None or kind.file
             kept = f"what was at {target} before is untouched" if swapped else "what was finished is kept"
-            raise OutputDiskFullError(
-                errno.ENOSPC,
+            full = OutputDiskFullError(
                 f"no space left on device while writing {kind.name} {target} ({error}); {kept}: "
-                "free some space and run the same command again",
-            ) from error
+                "free some space and run the same command again"
+            )
+            full.errno = errno.ENOSPC  # set apart: in the constructor it would prefix the message
+            raise full from error
         raise
     finally:
         with _held_lock:
@@ -261,12 +262,11 @@ def _lock(target: Path, kind: OutputKind) -> tuple[int, Path] | None:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(handle, 32).decode("ascii", "replace").strip() or "unknown"
+            pid, _, what = os.read(handle, 200).decode("utf-8", "replace").strip().partition(" ")
             os.close(handle)
             raise OutputInUseError(
-                errno.EBUSY,
-                f"{target}: in use by pid {holder}, which is writing this {kind.name}; wait for it to "
-                "finish, or choose another output",
+                f"{target}: in use by pid {pid or 'unknown'}, which is writing {what or 'it'} there; "
+                "wait for it to finish, or choose another output"
             ) from None
         try:  # the last holder removes the file on release: lock only the file still at that name
             current = os.stat(lock).st_ino == os.fstat(handle).st_ino
@@ -276,8 +276,12 @@ def _lock(target: Path, kind: OutputKind) -> tuple[int, Path] | None:
             break
         os.close(handle)
     os.ftruncate(handle, 0)
-    os.write(handle, f"{os.getpid()}\n".encode("ascii"))
+    os.write(handle, f"{os.getpid()} {_article(kind.name)} {kind.name}\n".encode())
     return handle, lock
+
+
+def _article(name: str) -> str:
+    return "an" if name[0] in "aeiou" else "a"
 
 
 def _unlock(held: tuple[int, Path] | None) -> None:

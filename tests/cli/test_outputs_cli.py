@@ -104,7 +104,7 @@ def test_a_second_writer_of_either_kind_is_refused_with_the_first_ones_pid(
             index_build(corpus, output, tiny_model_dir),
         ):
             assert second.returncode == 1
-            assert f"{output}: in use by pid {first.pid}" in second.stderr
+            assert f"{output}: in use by pid {first.pid}, which is writing a store there" in second.stderr
         _, errors = first.communicate("\n".join(SENTENCES) + "\n", timeout=120)
     finally:
         first.kill()
