@@ -13,21 +13,25 @@ with the same model's stored vectors: here a second model re-embeds texts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sbert.applications.search import Hit, as_numpy
+from sbert.contracts import RetrievalEncoder
 from sbert.similarity import ArrayLike
+
+if TYPE_CHECKING:
+    from sbert.applications.index import VectorIndex
 
 DEFAULT_CANDIDATES = 50
 
 
 def cascade_search(
-    index: Any,
+    index: VectorIndex,
     queries: Sequence[str],
     query_embeddings: ArrayLike,
-    rescorer: Any,
+    rescorer: RetrievalEncoder,
     top_k: int = 10,
     candidates: int = DEFAULT_CANDIDATES,
     query_prompt_name: str | None = None,
@@ -99,7 +103,7 @@ def rerank(
     queries: Sequence[str],
     candidate_ids: Sequence[Sequence[int]],
     texts: Mapping[int, str | None],
-    rescorer: Any,
+    rescorer: RetrievalEncoder,
     top_k: int = 10,
     query_prompt_name: str | None = None,
     document_prompt_name: str | None = None,
@@ -145,12 +149,12 @@ def rerank(
             "re-embeds the candidates' texts, so the index must hold them"
         )
     # Unit-length vectors from the rescorer itself: its dot products are its cosines.
-    options = {"batch_size": batch_size, "show_progress_bar": False, "normalize": True}
+    options: dict[str, Any] = {"batch_size": batch_size, "show_progress_bar": False, "normalize": True}
     query_vectors = as_numpy(
         rescorer.encode_query(list(queries), prompt_name=query_prompt_name, **options)
     )  # (queries, dim)
     doc_vectors = as_numpy(
-        rescorer.encode_document([texts[i] for i in ids], prompt_name=document_prompt_name, **options)
+        rescorer.encode_document([str(texts[i]) for i in ids], prompt_name=document_prompt_name, **options)
     )  # (candidates, dim)
     row_of = {corpus_id: row for row, corpus_id in enumerate(ids)}
     results = []
@@ -163,7 +167,7 @@ def rerank(
     return results
 
 
-def check_has_texts(index: Any) -> None:
+def check_has_texts(index: VectorIndex) -> None:
     """Refuse an index that cannot give its texts back (built without them), naming what to do.
 
     Raises:

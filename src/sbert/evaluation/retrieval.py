@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sbert.contracts import RetrievalEncoder
 from sbert.data.beir import RetrievalSet
 
 # The cuts reported; each metric follows trec_eval's definition of the same name.
@@ -114,7 +115,7 @@ class EmbeddedSet:
 
 
 def embed_set(
-    model: Any,
+    model: RetrievalEncoder,
     dataset: RetrievalSet,
     query_prompt_name: str | None = None,
     document_prompt_name: str | None = None,
@@ -124,7 +125,7 @@ def embed_set(
     """Embed the corpus with ``encode_document`` and the queries with ``encode_query`` (the model's
     document and query prompts unless other names are given)."""
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
-    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    options: dict[str, Any] = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
     start = time.perf_counter()
     documents = model.encode_document(
         [dataset.corpus[i] for i in doc_ids], prompt_name=document_prompt_name, **options
@@ -132,7 +133,8 @@ def embed_set(
     queries = model.encode_query(
         [dataset.queries[i] for i in query_ids], prompt_name=query_prompt_name, **options
     )
-    return EmbeddedSet(dataset, query_ids, doc_ids, queries, documents, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return EmbeddedSet(dataset, query_ids, doc_ids, np.asarray(queries), np.asarray(documents), seconds)
 
 
 def search_and_score(
@@ -184,7 +186,7 @@ def search_and_score(
 
 
 def evaluate_retrieval(
-    model: Any,
+    model: RetrievalEncoder,
     dataset: RetrievalSet,
     index_kind: str | None = None,
     top_k: int = MAP_AT,
@@ -242,7 +244,7 @@ class RetrievalEvaluator:
             raise ValueError(f"RetrievalEvaluator {dataset.name!r}: no judged query to evaluate")
         self.dataset, self.batch_size, self.show_progress_bar = dataset, batch_size, show_progress_bar
 
-    def __call__(self, model: Any) -> dict[str, float]:
+    def __call__(self, model: RetrievalEncoder) -> dict[str, float]:
         """``ndcg@10``, ``mrr@10``, ``map@100``, ``recall@1``, ``recall@10``, ``recall@100``."""
         embedded = embed_set(
             model, self.dataset, batch_size=self.batch_size, show_progress_bar=self.show_progress_bar

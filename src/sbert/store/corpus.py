@@ -14,7 +14,7 @@ import posixpath
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyarrow import fs as pafs
@@ -28,6 +28,9 @@ from sbert.store.manifest import MANIFEST, STORE_DTYPES, StoreError
 from sbert.store.reader import EmbeddingStore
 from sbert.store.writer import ShardWriter, StoreWriter, input_digest
 
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
+
 logger = logging.getLogger("sbert")
 
 DEFAULT_SHARD_SIZE = 100_000  # rows a shard: about 150 MB of 384-d float32
@@ -39,7 +42,7 @@ Chunk = tuple[np.ndarray, list[str], np.ndarray]
 
 
 def encode_corpus(
-    model: Any,
+    model: SentenceEncoder,
     source: str | Path | Iterable[str],
     output: str | Path,
     *,
@@ -200,8 +203,8 @@ def _split_at_shards(chunks: Iterable[Chunk], first_row: int, shard_size: int) -
 
 
 def _settings(
-    model: Any,
-    source: Any,
+    model: SentenceEncoder,
+    source: str | Path | Iterable[str],
     fmt: str,
     column: str,
     id_column: str | None,
@@ -264,7 +267,7 @@ def _skip_finished(rows: Iterator[tuple[int | None, str]], writer: StoreWriter) 
 
 
 def _encoded_chunks(
-    model: Any,
+    model: SentenceEncoder,
     rows: Iterator[tuple[int | None, str]],
     first_row: int,
     shard_size: int,

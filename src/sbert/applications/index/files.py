@@ -20,12 +20,16 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sbert.applications.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
+from sbert.contracts import Encoder
 from sbert.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from sbert.identity import ModelIdentity
 
 FORMAT_VERSION = 2
 FAISS_FILE, IDS_FILE, CORPUS_FILE, MANIFEST_FILE = "index.faiss", "ids.npy", "corpus.jsonl", "manifest.json"
@@ -263,7 +267,7 @@ def read_rescore(path: Path, manifest: dict[str, Any]) -> Any:
         raise IndexLoadError(str(error)) from None
 
 
-def check_model(manifest: dict[str, Any], model: Any, path: Path) -> Any:
+def check_model(manifest: dict[str, Any], model: str | Encoder | None, path: Path) -> ModelIdentity | None:
     """Refuse an index made with another model, pipeline or dimension; return the recorded identity.
 
     A ``SentenceEncoder`` is checked by the fingerprint of its weights and pipeline
@@ -277,7 +281,7 @@ def check_model(manifest: dict[str, Any], model: Any, path: Path) -> Any:
     if model is None:
         return identity
     if identity is not None and hasattr(model, "state_dict"):
-        check_same_model(identity, model, where)
+        check_same_model(identity, model, where)  # a SentenceEncoder: its weights are what is compared
     else:
         name = model if isinstance(model, str) else getattr(model, "name", None)
         if name is not None and manifest["model"] is not None and name != manifest["model"]:

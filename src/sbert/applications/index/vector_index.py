@@ -28,6 +28,7 @@ from sbert.applications.index.kinds import (
 )
 from sbert.applications.rescoring import RescoreVectors, rescore
 from sbert.applications.search import Hit, as_numpy
+from sbert.contracts import Encoder
 from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
 from sbert.quantization import QuantizationRanges
@@ -351,7 +352,7 @@ class VectorIndex:
         }
 
     @classmethod
-    def load(cls, path: str | Path, model: Any = None) -> VectorIndex:
+    def load(cls, path: str | Path, model: str | Encoder | None = None) -> VectorIndex:
         """Read an index directory, checking every file against the manifest.
 
         Args:
