@@ -29,8 +29,8 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.applications.hard_negatives import MiningOptions, mine_hard_negatives
-from sbert.applications.index import VectorIndex
 from sbert.data import read_snli_senteval
+from sbert.index import VectorIndex
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ its positive, as sentence-transformers' ``mine_hard_negatives`` picks them.
 
 Every anchor is searched against the corpus (the positives, plus any extra texts) exactly, in chunks
 (:func:`~sbert.applications.search.top_k_chunked`: memory of one score block, not queries × corpus),
-through a new :class:`~sbert.applications.index.VectorIndex` of any kind, or through a saved index,
+through a new :class:`~sbert.index.VectorIndex` of any kind, or through a saved index,
 whose vectors never enter memory (:mod:`sbert.applications.candidates`). The ``range_max +
 max_positives`` nearest candidates of each anchor are then filtered (its positives, a margin below
 the positive's score, a maximum or minimum score, optionally judged by a cross-encoder) and the
@@ -32,8 +32,8 @@ from sbert.contracts import RetrievalEncoder
 from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES
 
 if TYPE_CHECKING:
-    from sbert.applications.index import VectorIndex
     from sbert.cross_encoder import CrossEncoder
+    from sbert.index import VectorIndex
 
 logger = logging.getLogger("sbert")
 

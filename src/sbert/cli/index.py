@@ -12,11 +12,11 @@ from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_mod
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
-    from sbert.applications.index import VectorIndex
     from sbert.encoder import SentenceEncoder
     from sbert.identity import ModelIdentity
+    from sbert.index import VectorIndex
 
-KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.applications.index
+KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.index
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -82,9 +82,9 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sbert.applications.index import VectorIndex, parse_bytes
-    from sbert.applications.index.files import check_output
     from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.index import VectorIndex, parse_bytes
+    from sbert.index.files import check_output
 
     start = time.perf_counter()
     check_output(Path(args.output))  # before any encoding: a wrong --output costs nothing
@@ -130,7 +130,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore: str | None) -> VectorIndex:
-    from sbert.applications.index.building import StoreSource, build_index
+    from sbert.index.building import StoreSource, build_index
     from sbert.store import EmbeddingStore
 
     store = EmbeddingStore.open(args.store)

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args)
     index = None
     if args.index:
-        from sbert.applications.index import VectorIndex
+        from sbert.index import VectorIndex
 
         index = VectorIndex.load(args.index, model=model)  # refuses an index of another model
     options = MiningOptions(

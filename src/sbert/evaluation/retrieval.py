@@ -83,7 +83,7 @@ class RetrievalResult:
         queries, documents: How many of each.
         seconds: ``encode`` (corpus and queries), ``index`` (build), ``search`` (all queries).
         memory_bytes: What the searched vectors take in memory (exact: the float32 matrix; an index:
-            its estimate, without the process, :func:`~sbert.applications.index.kinds.memory_bytes`).
+            its estimate, without the process, :func:`~sbert.index.kinds.memory_bytes`).
         dimensions: How many of each vector's dimensions were searched.
         run: Query id → {document id: score}, the ranked lists scored (see :func:`write_run`).
     """
@@ -141,7 +141,7 @@ def search_and_score(
     embedded: EmbeddedSet, index_kind: str | None = None, top_k: int = MAP_AT, dimensions: int | None = None
 ) -> RetrievalResult:
     """Search the embedded queries exactly (``index_kind=None``) or through a
-    :class:`~sbert.applications.index.VectorIndex` of that kind, and score the ranked lists.
+    :class:`~sbert.index.VectorIndex` of that kind, and score the ranked lists.
     ``dimensions`` keeps only the first so many of each vector (a Matryoshka model's prefix)."""
     from sbert.applications.search import semantic_search
 
@@ -157,8 +157,8 @@ def search_and_score(
     if index_kind is None:
         hits = semantic_search(queries, documents, top_k=top_k)
     else:
-        from sbert.applications.index import VectorIndex
-        from sbert.applications.index.kinds import BASE_BYTES, memory_bytes
+        from sbert.index import VectorIndex
+        from sbert.index.kinds import BASE_BYTES, memory_bytes
 
         index = VectorIndex.build(documents, kind=index_kind)
         seconds["index"] = time.perf_counter() - start
@@ -200,7 +200,7 @@ def evaluate_retrieval(
     Args:
         model: A :class:`~sbert.SentenceEncoder` (its query and document prompts apply).
         dataset: From :func:`sbert.data.beir.read_beir` or :func:`~sbert.data.beir.proxy_set`.
-        index_kind: ``None`` for exact search, else a kind of :class:`~sbert.applications.index.VectorIndex`
+        index_kind: ``None`` for exact search, else a kind of :class:`~sbert.index.VectorIndex`
             (``flat``, ``hnsw``, ``ivf``, ``ivfpq``, ``binary``, ...), built over the corpus vectors.
         top_k: Results kept per query (at least 100 for MAP@100 and Recall@100).
         query_prompt_name: Another prompt than the model's query one.

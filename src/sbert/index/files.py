@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.applications.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
 from sbert.contracts import Encoder
 from sbert.errors import ModelLoadError
+from sbert.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
 
 if TYPE_CHECKING:
     from sbert.identity import ModelIdentity
@@ -242,7 +242,7 @@ def read_faiss(path: Path, manifest: dict[str, Any], expected_class: str) -> Any
 
 def read_rescore(path: Path, manifest: dict[str, Any]) -> Any:
     """The memory-mapped rescoring vectors, checked against the manifest."""
-    from sbert.applications.rescoring import RescoreVectors
+    from sbert.index.rescoring import RescoreVectors
     from sbert.quantization import QuantizationRanges
 
     rescore_file = path / RESCORE_FILE

@@ -6,7 +6,7 @@ its query prompt and those candidates' texts with its document prompt, and the `
 by the rescorer's cosine are returned with the rescorer's scores. Only the candidates are embedded
 by the rescorer, so the corpus never needs a transformer index.
 
-This is not :mod:`sbert.applications.rescoring`, which re-scores a compressed index's candidates
+This is not :mod:`sbert.index.rescoring`, which re-scores a compressed index's candidates
 with the same model's stored vectors: here a second model re-embeds texts.
 """
 
@@ -22,7 +22,7 @@ from sbert.contracts import RetrievalEncoder
 from sbert.similarity import ArrayLike
 
 if TYPE_CHECKING:
-    from sbert.applications.index import VectorIndex
+    from sbert.index import VectorIndex
 
 DEFAULT_CANDIDATES = 50
 
@@ -41,7 +41,7 @@ def cascade_search(
     """Search ``index`` for ``candidates`` hits per query, then re-rank them with ``rescorer``.
 
     Args:
-        index: A :class:`~sbert.applications.index.VectorIndex` that holds its texts (its
+        index: A :class:`~sbert.index.VectorIndex` that holds its texts (its
             ``corpus.jsonl``, or a store written with texts).
         queries: The query sentences, for the rescorer.
         query_embeddings: The same queries embedded by the index's model (``encode_query``), (queries, dim).
@@ -63,7 +63,7 @@ def cascade_search(
             index holds no text for a candidate (the message names it).
 
     Examples:
-        >>> from sbert.applications.index import VectorIndex
+        >>> from sbert.index import VectorIndex
         >>> class Words:  # a stand-in rescorer: one axis per word
         ...     words = ["cat", "dog", "car"]
         ...     def encode_query(self, texts, **options):
@@ -174,7 +174,7 @@ def check_has_texts(index: VectorIndex) -> None:
         ValueError: the index holds no texts, or looks them up in a store written without texts.
 
     Examples:
-        >>> from sbert.applications.index import VectorIndex
+        >>> from sbert.index import VectorIndex
         >>> check_has_texts(VectorIndex.build(np.eye(2, dtype="float32"), kind="flat"))
         Traceback (most recent call last):
         ...
