@@ -47,10 +47,14 @@ class Evaluator(Protocol[ModelT]):
     :class:`~sbert.training.Trainer` calls on the dev set after each epoch (and keeps the best model by).
 
     Examples:
-        >>> from sbert.evaluation import SimilarityEvaluator
-        >>> evaluator: Evaluator[Encoder] = SimilarityEvaluator([("A man eats.", "A man is eating.", 1.0)])
-        >>> callable(evaluator)
-        True
+        >>> class LengthScore:  # any callable with this shape is an evaluator; sbert's are in sbert.evaluation
+        ...     primary_metric = "dim"
+        ...     def __call__(self, model: Encoder) -> dict[str, float]:
+        ...         return {"dim": float(model.encode(["A man eats."]).shape[1])}
+        >>> from sbert import SentenceEncoder
+        >>> evaluator: Evaluator[Encoder] = LengthScore()
+        >>> evaluator(SentenceEncoder.from_pretrained())
+        {'dim': 384.0}
     """
 
     def __call__(self, model: ModelT) -> dict[str, float]: ...
