@@ -7,7 +7,8 @@ checked, and why each case is an error or a warning:
 
 - the tokenizer is read from a vocabulary file (``tokenizer.json``, ``vocab.txt``, ...): without one,
   transformers builds a tokenizer of the special tokens alone and every word becomes ``[UNK]``;
-- every token id of the tokenizer has a row in the embedding table;
+- every token of the tokenizer's vocabulary, and each special token it puts in every input, has a row
+  in the embedding table;
 - the weights match ``config.json``: a weight the config asks for and the file lacks is an error
   (transformers fills it with random numbers and only warns); a weight of another shape is an
   error (as in transformers); a weight in the file that the config does not use is a warning
@@ -70,10 +71,13 @@ def check_tokenizer(path: Path, tokenizer: PreTrainedTokenizerBase, rows: int) -
             f"built without one knows {len(tokenizer)} tokens (every word would be unknown). Copy the "
             "tokenizer files of the model these weights come from into the folder."
         )
-    largest = max([*tokenizer.get_vocab().values(), *tokenizer.added_tokens_decoder])
+    # The vocabulary and the tokens put in every input; an added token past the table (Qwen2's
+    # tokenizer adds one) only comes from text that spells it, and then encode() fails loudly.
+    inserted = [*tokenizer("")["input_ids"], tokenizer.pad_token_id or 0]
+    largest = max(tokenizer.vocab_size - 1, *inserted)
     if largest >= rows:
         raise ModelLoadError(
-            f"{path}: the tokenizer has token ids up to {largest}, but the embedding table has {rows} "
+            f"{path}: the tokenizer gives token ids up to {largest}, but the embedding table has {rows} "
             "rows (config.json vocab_size): the tokenizer and the weights come from different models"
         )
 
@@ -114,7 +118,7 @@ def check_loading_info(weights: Path, info: Mapping[str, Collection[Any]]) -> No
     if missing:
         raise ModelLoadError(
             f"{weights}: {len(missing)} weights that config.json asks for are not in the file "
-            f"({_some(missing)}); they would be random numbers. The config is not the one these "
+            f"({_some(_by_layer(missing))}); they would be random numbers. The config is not the one these "
             "weights were saved with (compare num_hidden_layers, hidden_size, model_type)."
         )
     if unused_by_sbert:
@@ -129,7 +133,7 @@ def check_loading_info(weights: Path, info: Mapping[str, Collection[Any]]) -> No
             "this is not the model that was trained.",
             weights,
             len(unexpected),
-            _some(unexpected),
+            _some(_by_layer(unexpected)),
         )
 
 
@@ -228,6 +232,16 @@ def _check_booleans(config: Mapping[str, Any], keys: Iterable[str], file: Path) 
     for key in keys:
         if key in config and not isinstance(config[key], bool):
             raise ModelLoadError(f"{file}: {key} is {config[key]!r}; write true or false (JSON booleans)")
+
+
+def _by_layer(names: list[str]) -> list[str]:
+    """The names, those of one numbered layer as one entry: ``encoder.layer.1.* (16 weights)``."""
+    layers: dict[str, list[str]] = {}
+    for name in names:
+        parts = name.split(".")
+        end = next((i + 1 for i, part in enumerate(parts[:-1]) if part.isdigit()), None)
+        layers.setdefault(".".join(parts[:end]) + ".*" if end else name, []).append(name)
+    return [f"{key} ({len(group)} weights)" if len(group) > 1 else group[0] for key, group in layers.items()]
 
 
 def _some(names: list[str]) -> str:

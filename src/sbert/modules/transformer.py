@@ -75,7 +75,7 @@ class Transformer(nn.Module):
         except Exception as error:  # broken JSON, unknown model type
             raise ModelLoadError(f"{config_file}: cannot be read: {error}") from error
         try:
-            with quiet_transformers():
+            with quiet_transformers():  # its load report is silenced: check_loading_info names the weights
                 model, info = AutoModel.from_pretrained(
                     path,
                     config=config,
