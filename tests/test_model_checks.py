@@ -233,6 +233,7 @@ def test_position_limit_follows_the_model_type() -> None:
     assert position_limit({"max_position_embeddings": 514, "model_type": "roberta"}) == 512
     assert position_limit(BertConfig(max_position_embeddings=64)) == 64
     assert position_limit({"model_type": "t5"}) is None  # relative positions: no table to overrun
+    assert position_limit({"max_position_embeddings": 128, "rope_theta": 1e4}) is None  # rotary
 
 
 def test_loading_info_lists_a_few_names_and_counts_the_rest(caplog: pytest.LogCaptureFixture) -> None:

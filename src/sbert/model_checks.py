@@ -15,8 +15,9 @@ checked, and why each case is an error or a warning:
   naming it (transformers warns too: a checkpoint saved with a task head is fine, but a config
   edited to fewer layers is not the model that was trained). The pooler alone may be missing:
   sbert's vectors never read it (logged at INFO);
-- ``max_seq_length`` is a whole number from 1 to the model's position table, ``do_lower_case`` and
-  the pooling flags are JSON booleans (the string ``"false"`` would count as true);
+- ``max_seq_length`` is a whole number from 1 to the model's table of absolute positions (none for
+  rotary or relative positions); ``do_lower_case`` and the pooling flags are JSON booleans (the
+  string ``"false"`` would count as true);
 - a static model's token table holds no NaN or infinity.
 """
 
@@ -39,7 +40,7 @@ logger = logging.getLogger("sbert")
 # Weights of a Hugging Face encoder that sbert's vectors never read (it takes last_hidden_state).
 _UNUSED_BY_SBERT = ("pooler.",)
 # Models whose position ids start after the padding index, so two positions are never an input's.
-_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert")
+_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "mpnet")
 _SHOWN = 5  # names listed in a message; the rest are counted
 
 
@@ -62,7 +63,7 @@ def check_tokenizer(path: Path, tokenizer: PreTrainedTokenizerBase, rows: int) -
         >>> check_tokenizer(Path("no-such-folder"), tokenizer, rows=2)
         Traceback (most recent call last):
         ...
-        sbert.errors.ModelLoadError: no-such-folder: no tokenizer vocabulary: none of tokenizer.json is there ...
+        sbert.errors.ModelLoadError: no-such-folder: no tokenizer vocabulary: none of tokenizer.json, tokenizer.model is there...
     """
     names = list(dict.fromkeys(tokenizer.vocab_files_names.values()))
     if not any((path / name).is_file() for name in names):
@@ -170,8 +171,9 @@ def position_limit(config: PretrainedConfig | Mapping[str, Any]) -> int | None:
     """The longest input a model's position table holds, from its config (``None``: no table)."""
     get = config.get if isinstance(config, Mapping) else lambda key: getattr(config, key, None)
     positions = get("max_position_embeddings")
-    if not isinstance(positions, int):
-        return None
+    rotary = any(get(key) is not None for key in ("rope_parameters", "rope_theta", "rope_scaling"))
+    if not isinstance(positions, int) or rotary or get("position_biased_input") is False:
+        return None  # no table of absolute positions: a longer input runs (and degrades)
     return positions - 2 if get("model_type") in _OFFSET_POSITIONS else positions
 
 
@@ -217,7 +219,7 @@ def check_finite_table(table: torch.Tensor, file: Path, tokenizer: Tokenizer) ->
         >>> check_finite_table(torch.tensor([[0.5], [float("nan")]]), Path("model.safetensors"), tokenizer)
         Traceback (most recent call last):
         ...
-        sbert.errors.ModelLoadError: model.safetensors: 1 token vectors hold NaN or infinity: row 1 ('nan') ...
+        sbert.errors.ModelLoadError: model.safetensors: 1 token vectors hold NaN or infinity: row 1 ('nan')...
     """
     bad = (~torch.isfinite(table).all(dim=1)).nonzero().flatten().tolist()  # rows
     if bad:
