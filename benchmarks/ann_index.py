@@ -30,8 +30,8 @@ import faiss
 import numpy as np
 import torch
 
-from sbert.applications.index import VectorIndex, recall_at_k
 from sbert.applications.search import semantic_search
+from sbert.index import VectorIndex, recall_at_k
 
 
 def clustered_vectors(

@@ -6,7 +6,7 @@ On the proxy retrieval sets (``sbert.data.beir.proxy_set``), four ways to search
 - ``transformer``: exact search of the transformer's vectors (``--rescorer``, default the bundled
   all-MiniLM-L6-v2): the corpus embedded by the transformer ahead of time;
 - ``cascade@N``: the static model's N nearest, re-ranked by the transformer's cosine
-  (:func:`sbert.applications.cascade.cascade_search`): only N texts per query go through the
+  (:func:`sbert.index.cascade.cascade_search`): only N texts per query go through the
   transformer, at query time, and the corpus has no transformer index.
 
 Quality: every query of the set. The cascade's ranked lists are computed from the transformer's
@@ -41,11 +41,11 @@ import torch
 from alternating import alternating_order
 from encode_speed import cpu_name
 from sbert import SentenceEncoder
-from sbert.applications.cascade import cascade_search
-from sbert.applications.index import VectorIndex
 from sbert.applications.search import semantic_search
 from sbert.data.beir import proxy_set
 from sbert.evaluation.retrieval import EmbeddedSet, embed_set, retrieval_metrics, search_and_score
+from sbert.index import VectorIndex
+from sbert.index.cascade import cascade_search
 
 TOP_K = 10
 REPORTED = ("ndcg@10", "mrr@10", "recall@10")

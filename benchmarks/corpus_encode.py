@@ -92,7 +92,7 @@ def corpus(args: argparse.Namespace, work: Path, size: int) -> Path:
 
 def child(args: argparse.Namespace) -> None:
     from sbert import SentenceEncoder
-    from sbert.store import encode_corpus
+    from sbert.store import CorpusOptions, encode_corpus
 
     model = SentenceEncoder.from_pretrained(device="cpu", precision=args.precision)
     started = time.perf_counter()
@@ -100,10 +100,9 @@ def child(args: argparse.Namespace) -> None:
         model,
         args.input,
         args.output,
-        dtype=args.dtype,
-        shard_size=args.shard_size,
-        chunk_rows=args.chunk_rows,
-        show_progress=False,
+        CorpusOptions(
+            dtype=args.dtype, shard_size=args.shard_size, chunk_rows=args.chunk_rows, show_progress=False
+        ),
     )
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB
@@ -158,7 +157,7 @@ def memory(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from alternating import alternating_rates
     from sbert import SentenceEncoder
-    from sbert.store import encode_corpus
+    from sbert.store import CorpusOptions, encode_corpus
 
     size = args.throughput_size
     source = corpus(args, work, size)
@@ -168,7 +167,7 @@ def throughput(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     runners = {
         "in-memory encode()": lambda: model.encode(texts, show_progress_bar=False),
         "streaming encode_corpus()": lambda: encode_corpus(
-            model, source, work / "throughput-store", overwrite=True, show_progress=False
+            model, source, work / "throughput-store", CorpusOptions(overwrite=True, show_progress=False)
         ),
     }
     rates = alternating_rates(runners, args.repeats, size)
@@ -185,7 +184,7 @@ def ray_phase(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     from alternating import alternating_rates
     from sbert import SentenceEncoder
-    from sbert.store import encode_corpus
+    from sbert.store import CorpusOptions, encode_corpus
 
     size = args.ray_size
     source = corpus(args, work, size)
@@ -195,13 +194,19 @@ def ray_phase(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     try:
         runners = {
             "local streaming": lambda: encode_corpus(
-                model, source, work / "ray-local", overwrite=True, show_progress=False
+                model, source, work / "ray-local", CorpusOptions(overwrite=True, show_progress=False)
             ),
             "ray, 1 actor": lambda: encode_corpus(
-                model, source, work / "ray-1", overwrite=True, show_progress=False, engine="ray", workers=1
+                model,
+                source,
+                work / "ray-1",
+                CorpusOptions(overwrite=True, show_progress=False, engine="ray", workers=1),
             ),
             "ray, 2 actors": lambda: encode_corpus(
-                model, source, work / "ray-2", overwrite=True, show_progress=False, engine="ray", workers=2
+                model,
+                source,
+                work / "ray-2",
+                CorpusOptions(overwrite=True, show_progress=False, engine="ray", workers=2),
             ),
         }
         rates = alternating_rates(runners, args.repeats, size)
@@ -210,7 +215,10 @@ def ray_phase(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for _ in range(args.repeats):
             started = time.perf_counter()
             encode_corpus(
-                model, tiny, work / "ray-tiny", overwrite=True, show_progress=False, engine="ray", workers=1
+                model,
+                tiny,
+                work / "ray-tiny",
+                CorpusOptions(overwrite=True, show_progress=False, engine="ray", workers=1),
             )
             startup.append(time.perf_counter() - started)
     finally:

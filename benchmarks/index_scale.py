@@ -62,8 +62,8 @@ def serve(index_dir: Path, cache: Path, truth_file: Path) -> dict:
     """Load an index as a user would and measure it (run in a fresh process)."""
     import faiss
 
-    from sbert.applications.index import VectorIndex
-    from sbert.applications.index.kinds import IVF_KINDS
+    from sbert.index import VectorIndex
+    from sbert.index.kinds import IVF_KINDS
 
     faiss.omp_set_num_threads(THREADS)
     sys.path.insert(0, str(Path(__file__).parent))
@@ -128,7 +128,7 @@ def build_in_child(kind: str, corpus_file: Path, output: Path) -> dict:
 def build(kind: str, corpus_file: Path, output: Path) -> dict:
     import faiss
 
-    from sbert.applications.index.building import ArraySource, build_index
+    from sbert.index.building import ArraySource, build_index
 
     faiss.omp_set_num_threads(THREADS)
     corpus = np.load(corpus_file, mmap_mode="r", allow_pickle=False)

@@ -28,9 +28,9 @@ from typing import Any
 import torch
 
 from sbert import SentenceEncoder
-from sbert.applications.hard_negatives import mine_hard_negatives
-from sbert.applications.index import VectorIndex
+from sbert.applications.hard_negatives import MiningOptions, mine_hard_negatives
 from sbert.data import read_snli_senteval
+from sbert.index import VectorIndex
 
 
 def main() -> None:
@@ -57,7 +57,14 @@ def main() -> None:
     figures = {}
     folder = Path(tempfile.mkdtemp(prefix="mine-negatives-"))
     for search in args.searches:
-        where: dict[str, Any] = {"corpus": corpus, "index_kind": None if search == "exact" else search}
+        where: dict[str, Any] = {"corpus": corpus}
+        options = MiningOptions(
+            relative_margin=args.relative_margin,
+            num_negatives=args.num_negatives,
+            batch_size=args.batch_size,
+            index_kind=None if search == "exact" or search.startswith("saved-") else search,
+            show_progress_bar=False,
+        )
         built = 0.0
         if search.startswith("saved-"):
             start = time.perf_counter()
@@ -65,18 +72,7 @@ def main() -> None:
             VectorIndex.build(vectors, texts=corpus, kind=search.removeprefix("saved-")).save(folder / search)
             built = time.perf_counter() - start
             where = {"index": VectorIndex.load(folder / search, model=model)}
-        runs = [
-            mine_hard_negatives(
-                pairs,
-                model,
-                relative_margin=args.relative_margin,
-                num_negatives=args.num_negatives,
-                batch_size=args.batch_size,
-                show_progress_bar=False,
-                **where,
-            )
-            for _ in range(args.repeats)
-        ]
+        runs = [mine_hard_negatives(pairs, model, options, **where) for _ in range(args.repeats)]
         result = runs[-1]
         seconds = {key: statistics.median(run.seconds[key] for run in runs) for key in result.seconds}
         if built:

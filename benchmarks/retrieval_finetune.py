@@ -65,13 +65,13 @@ def training_pairs() -> tuple[list[tuple[str, str]], list[str]]:
 
 def mine(pairs: list[tuple[str, str]], pool: list[str], path: Path, args: argparse.Namespace) -> int:
     """Write ``--num-negatives`` hard negatives per pair, mined by ``--miner``, to ``path``; rows written."""
-    from sbert.applications.hard_negatives import mine_hard_negatives, write_mined
+    from sbert.applications.hard_negatives import MiningOptions, mine_hard_negatives, write_mined
 
-    mined = mine_hard_negatives(
-        pairs, SentenceEncoder.from_pretrained(args.miner), corpus=pool, range_min=args.range_min,
-        range_max=RANGE_MAX, absolute_margin=MARGIN, num_negatives=args.num_negatives,
-        sampling_strategy="top", batch_size=64,
+    options = MiningOptions(
+        range_min=args.range_min, range_max=RANGE_MAX, absolute_margin=MARGIN,
+        num_negatives=args.num_negatives, sampling_strategy="top", batch_size=64,
     )  # fmt: skip
+    mined = mine_hard_negatives(pairs, SentenceEncoder.from_pretrained(args.miner), options, corpus=pool)
     write_mined(mined, path)
     return len(mined.rows)
 

@@ -44,9 +44,9 @@ def worker(args: argparse.Namespace) -> None:
 
     from sbert import SentenceEncoder
     from sbert.data import read_stsb
+    from sbert.distributed import distributed_device, join_process_group, leave_process_group
     from sbert.losses import CosineMSELoss
     from sbert.training import Trainer, TrainingConfig
-    from sbert.training.distributed import distributed_device, join_process_group, leave_process_group
 
     device = distributed_device("cuda" if args.gpus else "cpu")
     run = join_process_group(device) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None

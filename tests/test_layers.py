@@ -35,3 +35,57 @@ def test_nothing_below_the_command_line_imports_it() -> None:
 
 def test_only_the_command_line_imports_the_server() -> None:
     assert _importers_of("sbert.server", allowed=("cli", "server")) == []
+
+
+# The floors of docs/development.md, from the ground up: a module imports from its own floor or below.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # ground floor: contracts and helpers ("sbert" itself: its names load lazily)
+    ("sbert", "sbert.contracts", "sbert.options", "sbert.errors", "sbert.files", "sbert.distributed",
+     "sbert.inputs", "sbert.prompts", "sbert.batching", "sbert.similarity", "sbert.quantization",
+     "sbert.truncation", "sbert.hub", "sbert.resources"),
+    ("sbert.data",),
+    ("sbert.modules", "sbert.model_io", "sbert.inference", "sbert.encoder", "sbert.identity", "sbert.static",
+     "sbert.cross_encoder"),
+    ("sbert.losses",),
+    ("sbert.applications.search", "sbert.store", "sbert.index"),
+    ("sbert.evaluation",),
+    ("sbert.training",),
+    ("sbert.applications",),
+    ("sbert.server",),
+    ("sbert.cli", "sbert.__main__"),
+)  # fmt: skip
+
+
+def _floor(module: str) -> int:
+    """The floor of ``module``: that of the longest prefix listed."""
+    floors = [
+        (len(prefix), floor)
+        for floor, prefixes in enumerate(FLOORS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    if not floors:
+        raise AssertionError(f"{module} is on no floor: add it to FLOORS and to docs/development.md")
+    return max(floors)[1]
+
+
+def test_every_import_goes_down_the_floors() -> None:
+    upward = []
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        upward += [
+            f"{module} (floor {_floor(module)}) imports {name} (floor {_floor(name)})"
+            for name in sorted(_imports(path))
+            if _floor(name) > _floor(module) and module != "sbert"
+        ]
+    assert upward == []
+
+
+def test_the_floors_name_real_modules() -> None:
+    for prefixes in FLOORS:
+        for prefix in prefixes:
+            relative = Path(*prefix.split("."))
+            assert (SRC.parent / relative).is_dir() or (SRC.parent / relative).with_suffix(".py").is_file(), (
+                prefix
+            )

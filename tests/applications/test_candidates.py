@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sbert.applications.candidates import nearest, nearest_in_index
-from sbert.applications.index import VectorIndex
+from sbert.index import VectorIndex
 
 pytest.importorskip("faiss")
 

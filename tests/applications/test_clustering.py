@@ -97,7 +97,7 @@ def test_kmeans_in_mini_batches_on_a_memory_map(tmp_path, monkeypatch: pytest.Mo
 def test_community_detection_in_an_index_matches_the_exact_one() -> None:
     pytest.importorskip("faiss")
     from sbert.applications.clustering import community_detection_in_index
-    from sbert.applications.index import VectorIndex
+    from sbert.index import VectorIndex
 
     vectors, _ = blobs(per_blob=12)
     vectors = np.vstack([vectors, -np.ones((1, 8))]).astype(np.float32)

@@ -16,7 +16,13 @@ import pytest
 from tests.conftest import WORDS
 
 from sbert import SentenceEncoder
-from sbert.applications.hard_negatives import MinedRow, MiningResult, mine_hard_negatives, write_mined
+from sbert.applications.hard_negatives import (
+    MinedRow,
+    MiningOptions,
+    MiningResult,
+    mine_hard_negatives,
+    write_mined,
+)
 from sbert.data.records import NegativesTuple, ScoredPair, Triplet
 from sbert.data.training_files import read_positive_pairs_or_triplets, read_scored_pairs, read_triplets
 
@@ -111,7 +117,7 @@ def test_top_equals_sentence_transformers(
         pytest.skip("include_positives writes n-tuples only (tested below)")
     dataset = _Dataset({"anchor": [a for a, _ in PAIRS], "positive": [p for _, p in PAIRS]})
     expected = oracle(dataset, theirs, output_format=output_format, verbose=False, **settings).rows()
-    result = mine_hard_negatives(PAIRS, ours, output_format=output_format, **settings)
+    result = mine_hard_negatives(PAIRS, ours, MiningOptions(output_format=output_format, **settings))
     assert result.table() == expected
     assert len(expected) > 0
     if output_format in ("n-tuple", "triplet"):
@@ -134,10 +140,10 @@ def test_random_equals_sentence_transformers_under_the_same_seed(
         output_format="n-tuple",
     ).rows()
     result = mine_hard_negatives(
-        PAIRS, ours, sampling_strategy="random", range_max=15, num_negatives=3, seed=7
+        PAIRS, ours, MiningOptions(sampling_strategy="random", range_max=15, num_negatives=3, seed=7)
     )
     assert as_rows(result) == expected
-    top = mine_hard_negatives(PAIRS, ours, range_max=15, num_negatives=3)
+    top = mine_hard_negatives(PAIRS, ours, MiningOptions(range_max=15, num_negatives=3))
     assert as_rows(result) != as_rows(top)  # the draw is not simply the best three
 
 
@@ -148,7 +154,7 @@ def test_an_extra_corpus_equals_sentence_transformers(
     corpus = sentences(60, 2)
     dataset = _Dataset({"anchor": [a for a, _ in PAIRS], "positive": [p for _, p in PAIRS]})
     expected = oracle(dataset, theirs, corpus=corpus, num_negatives=2, verbose=False, output_format="n-tuple")
-    result = mine_hard_negatives(PAIRS, ours, corpus=corpus, num_negatives=2)
+    result = mine_hard_negatives(PAIRS, ours, MiningOptions(num_negatives=2), corpus=corpus)
     assert as_rows(result) == expected.rows()
     assert any(
         negative in corpus and negative not in dict(PAIRS).values()
@@ -179,10 +185,10 @@ def test_a_cross_encoder_filter_equals_sentence_transformers(
         output_format="n-tuple",
         **settings,
     ).rows()
-    result = mine_hard_negatives(PAIRS, ours, cross_encoder=judge, **settings)
+    result = mine_hard_negatives(PAIRS, ours, MiningOptions(**settings), cross_encoder=judge)
     assert as_rows(result) == expected
     assert result.skipped["absolute_margin"] > 0
-    plain = mine_hard_negatives(PAIRS, ours, **settings)
+    plain = mine_hard_negatives(PAIRS, ours, MiningOptions(**settings))
     assert as_rows(plain) != as_rows(result)  # the judge changed what was kept
 
 
@@ -191,20 +197,20 @@ def test_an_index_finds_the_negatives_exact_search_finds(
     models: tuple[SentenceEncoder, Any], kind: str
 ) -> None:
     ours, _ = models
-    exact = mine_hard_negatives(PAIRS, ours, num_negatives=3)
-    indexed = mine_hard_negatives(PAIRS, ours, num_negatives=3, index_kind=kind)
+    exact = mine_hard_negatives(PAIRS, ours, MiningOptions(num_negatives=3))
+    indexed = mine_hard_negatives(PAIRS, ours, MiningOptions(num_negatives=3, index_kind=kind))
     assert as_rows(indexed) == as_rows(exact)
 
 
 def test_filters_are_counted_and_short_rows_reported(models: tuple[SentenceEncoder, Any]) -> None:
     ours, _ = models
-    result = mine_hard_negatives(PAIRS, ours, num_negatives=3, range_max=6, max_score=0.9)
+    result = mine_hard_negatives(PAIRS, ours, MiningOptions(num_negatives=3, range_max=6, max_score=0.9))
     assert result.skipped["max_score"] > 0 and result.missing > 0
     assert all(score <= 0.9 for row in result.rows for score in row.negative_scores)
     assert len(result.rows) + result.missing == len(set(PAIRS))
     assert "could not fill" in result.summary()
     triplets = mine_hard_negatives(
-        PAIRS, ours, num_negatives=3, range_max=6, max_score=0.9, output_format="triplet"
+        PAIRS, ours, MiningOptions(num_negatives=3, range_max=6, max_score=0.9, output_format="triplet")
     )
     assert len(triplets.rows) + triplets.missing == 3 * len(set(PAIRS))
 
@@ -213,11 +219,11 @@ def test_labeled_formats_keep_the_negatives_found(models: tuple[SentenceEncoder,
     # A list per (anchor, positive) that got a negative; a row per negative, once per anchor, and
     # every positive a row of labeled-pair even when its anchor got no negative.
     settings: dict[str, Any] = {"num_negatives": 3, "range_max": 6, "max_score": 0.95}
-    lists = mine_hard_negatives(PAIRS, models[0], output_format="labeled-list", **settings)
+    lists = mine_hard_negatives(PAIRS, models[0], MiningOptions(output_format="labeled-list", **settings))
     sizes = Counter(len(labels) - 1 for _, _, labels in lists.table())
     assert sizes[3] and (sizes[1] or sizes[2]) and len(lists.table()) < len(set(PAIRS))
     assert sum(size * count for size, count in sizes.items()) + lists.missing == 3 * len(set(PAIRS))
-    pairs = mine_hard_negatives(PAIRS, models[0], output_format="labeled-pair", **settings)
+    pairs = mine_hard_negatives(PAIRS, models[0], MiningOptions(output_format="labeled-pair", **settings))
     labels = Counter(label for _, _, label in pairs.table())
     assert labels[1] == len(set(PAIRS)) and labels[0] + pairs.missing == 3 * len(dict(PAIRS))
     assert f"{len(pairs.table())} rows (labeled-pair), {labels[0]} negatives" in pairs.summary()
@@ -233,7 +239,7 @@ def test_negatives_are_never_the_anchors_own_positives(models: tuple[SentenceEnc
     positives: dict[str, set[str]] = {}
     for anchor, positive in PAIRS:
         positives.setdefault(anchor, set()).add(positive)
-    result = mine_hard_negatives(PAIRS, ours, num_negatives=5)
+    result = mine_hard_negatives(PAIRS, ours, MiningOptions(num_negatives=5))
     for row in result.rows:
         assert not positives[row.anchor] & set(row.negatives)
         assert list(row.negative_scores) == sorted(row.negative_scores, reverse=True)
@@ -256,7 +262,7 @@ def test_bad_settings_are_refused(
     models: tuple[SentenceEncoder, Any], settings: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        mine_hard_negatives(PAIRS, models[0], **settings)
+        mine_hard_negatives(PAIRS, models[0], MiningOptions(**settings))
 
 
 def test_a_cross_encoder_without_a_filter_is_refused(
@@ -328,7 +334,7 @@ def test_tsv_refuses_a_text_with_a_tab(tmp_path: Path) -> None:
 def test_a_saved_index_gives_the_rows_of_exact_search(
     models: tuple[SentenceEncoder, Any], tmp_path: Path
 ) -> None:
-    from sbert.applications.index import VectorIndex
+    from sbert.index import VectorIndex
     from sbert.truncation import truncate_embeddings
 
     ours, _ = models
@@ -341,11 +347,13 @@ def test_a_saved_index_gives_the_rows_of_exact_search(
     )
     index = VectorIndex.load(tmp_path / "idx", model=ours)
     for settings in ({"num_negatives": 3}, {"absolute_margin": 0.0, "num_negatives": 2, "range_min": 1}):
-        exact = mine_hard_negatives(PAIRS, ours, corpus=corpus, **settings)
-        assert as_rows(mine_hard_negatives(PAIRS, ours, index=index, **settings)) == as_rows(exact)
+        exact = mine_hard_negatives(PAIRS, ours, MiningOptions(**settings), corpus=corpus)
+        assert as_rows(mine_hard_negatives(PAIRS, ours, MiningOptions(**settings), index=index)) == as_rows(
+            exact
+        )
     prefix = VectorIndex.build(vectors[:, :16], texts=texts + texts[:10], kind="flat")
     prefix.truncated_from = vectors.shape[1]  # as build(dimensions=16) records it
-    row = mine_hard_negatives(PAIRS, ours, index=prefix, num_negatives=2).rows[0]
+    row = mine_hard_negatives(PAIRS, ours, MiningOptions(num_negatives=2), index=prefix).rows[0]
     cut = truncate_embeddings(ours.encode([row.anchor, row.positive]), 16)
     assert row.positive_score == pytest.approx(float(cut[0] @ cut[1]), abs=1e-5)
     assert len(set(row.negatives)) == 2

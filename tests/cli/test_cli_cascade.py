@@ -111,7 +111,7 @@ def test_rescore_with_needs_an_index(tmp_path: Path, capsys) -> None:
 
 
 def test_default_candidates_match_the_library() -> None:
-    from sbert.applications.cascade import DEFAULT_CANDIDATES
     from sbert.cli.search import DEFAULT_CANDIDATES as CLI_DEFAULT
+    from sbert.index.cascade import DEFAULT_CANDIDATES
 
     assert CLI_DEFAULT == DEFAULT_CANDIDATES

@@ -31,8 +31,8 @@ def test_other_pooling_is_refused(tiny_model_dir: Path, corpus_file: Path, tmp_p
     assert main(["search", "--index", str(tmp_path / "idx"), SENTENCES[0], "--pooling", "cls"]) == 1
     assert "pooling 'mean' vs 'cls'" in capsys.readouterr().err
     from sbert import SentenceEncoder
-    from sbert.applications.index import VectorIndex
     from sbert.identity import ModelMismatchError
+    from sbert.index import VectorIndex
 
     with pytest.raises(ModelMismatchError, match="pooling 'mean' vs 'max'"):
         VectorIndex.load(

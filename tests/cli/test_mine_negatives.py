@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sbert import SentenceEncoder
-from sbert.applications.hard_negatives import mine_hard_negatives
+from sbert.applications.hard_negatives import MiningOptions, mine_hard_negatives
 from sbert.cli import main
 from sbert.data.training_files import read_anchor_positive_pairs, read_negatives_tuples, read_scored_pairs
 
@@ -40,7 +40,9 @@ def test_the_file_holds_what_the_library_mines_and_trains(
     model = SentenceEncoder.from_pretrained(
         trainable_model_dir, device="cpu", precision="float32", backend="torch"
     )
-    expected = mine_hard_negatives(read_anchor_positive_pairs(pairs_file), model, num_negatives=2)
+    expected = mine_hard_negatives(
+        read_anchor_positive_pairs(pairs_file), model, MiningOptions(num_negatives=2)
+    )
     assert read_negatives_tuples(output) == expected.examples()
     assert output.read_text().splitlines()[0] == "anchor\tpositive\tnegative_1\tnegative_2"
 
@@ -74,7 +76,7 @@ def test_a_labeled_pair_file_trains_a_pair_loss_as_it_is(
         trainable_model_dir, device="cpu", precision="float32", backend="torch"
     )
     pairs = read_anchor_positive_pairs(pairs_file)
-    expected = mine_hard_negatives(pairs, model, num_negatives=2, output_format="labeled-pair")
+    expected = mine_hard_negatives(pairs, model, MiningOptions(num_negatives=2, output_format="labeled-pair"))
     assert read_scored_pairs(output, (0.0, 1.0)) == expected.examples()
     assert len(expected.examples()) == 3 * len(pairs)  # a positive and two negatives per anchor
 
@@ -139,7 +141,10 @@ def test_a_cross_encoder_judges_the_filters(
         tiny_model_dir, device="cpu", precision="float32", backend="torch"
     )
     expected = mine_hard_negatives(
-        read_anchor_positive_pairs(pairs_file), model, cross_encoder=judge, max_score=1.0, num_negatives=1
+        read_anchor_positive_pairs(pairs_file),
+        model,
+        MiningOptions(max_score=1.0, num_negatives=1),
+        cross_encoder=judge,
     )
     rows = output.read_text().splitlines()
     assert rows[0] == "anchor,positive,negative_1" and len(rows) == 1 + len(expected.rows)

@@ -125,11 +125,11 @@ def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_call
 
 def test_a_store_records_the_plan_that_ran(tiny_model_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    from sbert.store import encode_corpus
+    from sbert.store import CorpusOptions, encode_corpus
 
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="int8", backend="torch")
     model.cpu_capabilities = BF16_AND_VNNI
-    store = encode_corpus(model, ["a dog", "a cat"], tmp_path / "s", show_progress=False)
+    store = encode_corpus(model, ["a dog", "a cat"], tmp_path / "s", CorpusOptions(show_progress=False))
     engine = store.manifest["engine"]
     assert store.manifest["precision"] == engine["precision"] == "float32"
     assert engine["backend"] == "torch" and NOT_TORCH in engine["fallbacks"][0]

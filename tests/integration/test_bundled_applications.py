@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 def test_search_index_and_mining_agree_on_the_demo_corpus(bundled_encoder, tmp_path: Path) -> None:
     pytest.importorskip("faiss")
-    from sbert.applications.index import VectorIndex
+    from sbert.index import VectorIndex
 
     corpus = demo_corpus()
     vectors = bundled_encoder.encode(corpus)

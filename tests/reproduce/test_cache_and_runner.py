@@ -1,9 +1,10 @@
 import json
 from pathlib import Path
 
+from experiments.cache import CellCache
+from experiments.runner import Cell, run_cells
+
 from sbert.data import MissingDataError
-from sbert.reproduce.cache import CellCache
-from sbert.reproduce.runner import Cell, run_cells
 
 
 def _counting(calls: list[str]):  # type: ignore[no-untyped-def]

@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
+from experiments.pipeline import REPORT_FILE, RESULTS_FILE, reproduce
+from experiments.scale import Scale
 
 from sbert.cli import main
-from sbert.reproduce.pipeline import REPORT_FILE, RESULTS_FILE, reproduce
-from sbert.reproduce.scale import Scale
 
 TINY = Scale(
     name="tiny",

@@ -4,9 +4,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+from experiments.pipeline import REPORT_FILE, RESULTS_FILE
+from experiments.report import render_markdown
+
 from sbert.cli import main
-from sbert.reproduce.pipeline import REPORT_FILE, RESULTS_FILE
-from sbert.reproduce.report import render_markdown
+from sbert.cli.reproduce import find_checkout
 
 COMMITTED = Path(__file__).resolve().parents[2] / "reports" / "full"
 
@@ -41,3 +44,25 @@ def test_the_run_describes_itself_and_counts_epochs_in_words() -> None:
     for cell in ("table5/glove", "table5/nli", "table5/stsb"):
         results["cells"][cell]["result"]["protocol"] = "senteval"
     assert "Protocol: `senteval`, SentEval's default protocol" in render_markdown(results)
+
+
+def test_outside_a_checkout_the_command_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SBERT_EXPERIMENTS", str(tmp_path))  # a folder without experiments/
+    assert main(["reproduce", "--report-only", "--output", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert "from a checkout of the sbert repository" in error and "SBERT_EXPERIMENTS=" in error
+    assert not (tmp_path / REPORT_FILE).exists()
+
+
+def test_the_checkout_is_found_from_a_folder_inside_it_or_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = COMMITTED.parents[1]
+    monkeypatch.delenv("SBERT_EXPERIMENTS", raising=False)
+    monkeypatch.chdir(checkout / "docs")
+    assert find_checkout() == checkout
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SBERT_EXPERIMENTS", str(checkout))
+    assert find_checkout() == checkout

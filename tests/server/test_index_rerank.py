@@ -12,8 +12,8 @@ import torch
 from server_process import ServerProcess, tiny_server_args
 
 from sbert import SentenceEncoder
-from sbert.applications.index import VectorIndex
 from sbert.cross_encoder import CrossEncoder
+from sbert.index import VectorIndex
 
 CORPUS = [
     "a man plays the guitar",

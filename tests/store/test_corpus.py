@@ -14,7 +14,7 @@ import pytest
 
 from sbert.cli import main
 from sbert.data.errors import DataFormatError
-from sbert.store import EmbeddingStore, StoreDiskFullError, StoreError, encode_corpus
+from sbert.store import CorpusOptions, EmbeddingStore, StoreDiskFullError, StoreError, encode_corpus
 
 WORDS = ["dog", "cat", "runs", "the", "park", "plays", "guitar", "happy", "red", "car"]
 
@@ -48,7 +48,10 @@ def test_streamed_store_equals_in_memory_encode(tmp_path: Path, tiny_encoder) ->
     texts = sentences(230)
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     store = encode_corpus(
-        tiny_encoder, tmp_path / "in.txt", tmp_path / "s", shard_size=100, chunk_rows=40, show_progress=False
+        tiny_encoder,
+        tmp_path / "in.txt",
+        tmp_path / "s",
+        CorpusOptions(shard_size=100, chunk_rows=40, show_progress=False),
     )
     expected = tiny_encoder.encode(texts, show_progress_bar=False)
     assert [(s.start, s.stop) for s in store.shards] == [(0, 100), (100, 200), (200, 230)]
@@ -58,7 +61,10 @@ def test_streamed_store_equals_in_memory_encode(tmp_path: Path, tiny_encoder) ->
     assert store.manifest["input"]["sha256"] and store.manifest["complete"]
     # an in-memory iterable streams the same vectors
     again = encode_corpus(
-        tiny_encoder, iter(texts), tmp_path / "t", shard_size=100, chunk_rows=40, show_progress=False
+        tiny_encoder,
+        iter(texts),
+        tmp_path / "t",
+        CorpusOptions(shard_size=100, chunk_rows=40, show_progress=False),
     )
     np.testing.assert_array_equal(again.vectors(np.arange(230)), store.vectors(np.arange(230)))
 
@@ -77,10 +83,7 @@ def test_jsonl_csv_and_parquet_inputs_with_ids(tmp_path: Path, tiny_encoder) -> 
             tiny_encoder,
             tmp_path / name,
             tmp_path / f"s-{name}",
-            column="body",
-            id_column="doc",
-            shard_size=5,
-            show_progress=False,
+            CorpusOptions(column="body", id_column="doc", shard_size=5, show_progress=False),
         )
         assert store.texts([107, 100]) == [texts[1], texts[0]], name
         np.testing.assert_allclose(store.vectors(store.rows_of([177])), reference[[11]], atol=1e-6)
@@ -90,7 +93,10 @@ def test_jsonl_csv_and_parquet_inputs_with_ids(tmp_path: Path, tiny_encoder) -> 
 def test_compact_dtypes(tmp_path: Path, tiny_encoder, dtype: str) -> None:  # type: ignore[no-untyped-def]
     texts = sentences(60)
     store = encode_corpus(
-        tiny_encoder, texts, tmp_path / "s", shard_size=25, chunk_rows=20, dtype=dtype, show_progress=False
+        tiny_encoder,
+        texts,
+        tmp_path / "s",
+        CorpusOptions(shard_size=25, chunk_rows=20, dtype=dtype, show_progress=False),
     )
     assert store.vectors([0]).dtype == dtype
     ranges = store.quantization_ranges
@@ -122,7 +128,7 @@ def test_resume_refuses_a_changed_input_precision_or_model(tmp_path: Path, tiny_
     )
     source.write_text("\n".join(sentences(30)) + "\n", encoding="utf-8")
     with pytest.raises(ModelMismatchError, match=r"pooling 'mean' vs 'cls'"):
-        encode_corpus(other, source, out, shard_size=10, show_progress=False)
+        encode_corpus(other, source, out, CorpusOptions(shard_size=10, show_progress=False))
     assert (
         cli(tiny_model_dir, str(source), "-o", out, "--shard-size", "10", "--dtype", "int8", "--overwrite")
         == 0
@@ -134,14 +140,16 @@ def encode_corpus_cli(model_dir: Path, source: Path, out: str, dtype: str = "flo
     from sbert import SentenceEncoder
 
     model = SentenceEncoder.from_pretrained(model_dir, device="cpu", precision="float32", backend="torch")
-    return encode_corpus(model, source, out, shard_size=10, dtype=dtype, show_progress=False)
+    return encode_corpus(model, source, out, CorpusOptions(shard_size=10, dtype=dtype, show_progress=False))
 
 
 def test_a_full_disk_stops_cleanly_and_resumes(
     tmp_path: Path, tiny_encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     texts = sentences(50)
-    reference = encode_corpus(tiny_encoder, texts, tmp_path / "ref", shard_size=10, show_progress=False)
+    reference = encode_corpus(
+        tiny_encoder, texts, tmp_path / "ref", CorpusOptions(shard_size=10, show_progress=False)
+    )
     calls = {"n": 0}
     original = pq.ParquetWriter.write_table
 
@@ -156,14 +164,14 @@ def test_a_full_disk_stops_cleanly_and_resumes(
         StoreDiskFullError,
         match=r"disk full while writing shard-00002.parquet.*2 finished shard\(s\) \(20 rows\) are intact",
     ):
-        encode_corpus(tiny_encoder, texts, tmp_path / "s", shard_size=10, show_progress=False)
+        encode_corpus(tiny_encoder, texts, tmp_path / "s", CorpusOptions(shard_size=10, show_progress=False))
     assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
         "manifest.json",
         "shard-00000.parquet",
         "shard-00001.parquet",
     ]
     monkeypatch.setattr(pq.ParquetWriter, "write_table", original)
-    encode_corpus(tiny_encoder, texts, tmp_path / "s", shard_size=10, show_progress=False)
+    encode_corpus(tiny_encoder, texts, tmp_path / "s", CorpusOptions(shard_size=10, show_progress=False))
     assert store_files(tmp_path / "s") == store_files(tmp_path / "ref")
     assert len(reference) == 50
 
@@ -248,7 +256,10 @@ def test_any_pyarrow_filesystem(tmp_path: Path, tiny_encoder) -> None:  # type: 
     remote = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())  # not memory-mappable
     texts = sentences(30)
     store = encode_corpus(
-        tiny_encoder, texts, "bucket/vectors", filesystem=remote, shard_size=8, show_progress=False
+        tiny_encoder,
+        texts,
+        "bucket/vectors",
+        CorpusOptions(filesystem=remote, shard_size=8, show_progress=False),
     )
     assert (tmp_path / "bucket" / "vectors" / "manifest.json").exists()
     again = EmbeddingStore.open("bucket/vectors", filesystem=remote)
@@ -263,8 +274,12 @@ def test_the_prompt_is_applied_recorded_and_must_match_to_resume(tmp_path: Path,
     model = SentenceEncoder.from_pretrained(prompted_dir, device="cpu", precision="float32", backend="torch")
     texts = sentences(12)
     out = str(tmp_path / "s") + "/"
-    store = encode_corpus(model, texts, out, shard_size=5, prompt_name="document", show_progress=False)
+    store = encode_corpus(
+        model, texts, out, CorpusOptions(shard_size=5, prompt_name="document", show_progress=False)
+    )
     assert store.manifest["prompt"] == "passage: "
     np.testing.assert_allclose(store.vectors(np.arange(12)), model.encode_document(texts), atol=1e-6)
     with pytest.raises(StoreError, match=r"prompt 'passage: ' vs 'query: '"):
-        encode_corpus(model, texts, out, shard_size=5, show_progress=False)  # the default prompt: query
+        encode_corpus(
+            model, texts, out, CorpusOptions(shard_size=5, show_progress=False)
+        )  # the default prompt: query

@@ -12,7 +12,7 @@ from tests.store.test_corpus import cli, sentences, store_files
 from tests.store.test_store import write_store
 
 from sbert.cli import main
-from sbert.store import EmbeddingStore, StoreError, encode_corpus
+from sbert.store import CorpusOptions, EmbeddingStore, StoreError, encode_corpus
 
 
 def flip_byte(path: Path, offset: int = 200) -> None:
@@ -67,11 +67,11 @@ def test_a_resume_rechecks_finished_shards_and_encodes_a_damaged_one_again(
     texts = sentences(230)
     (tmp_path / "in.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
     run = {"shard_size": 100, "chunk_rows": 40, "show_progress": False}
-    encode_corpus(tiny_encoder, tmp_path / "in.txt", tmp_path / "s", **run)
+    encode_corpus(tiny_encoder, tmp_path / "in.txt", tmp_path / "s", CorpusOptions(**run))
     original = store_files(tmp_path / "s")
     flip_byte(tmp_path / "s" / "shard-00001.parquet")
     with caplog.at_level(logging.WARNING, logger="sbert"):
-        store = encode_corpus(tiny_encoder, tmp_path / "in.txt", tmp_path / "s", **run)
+        store = encode_corpus(tiny_encoder, tmp_path / "in.txt", tmp_path / "s", CorpusOptions(**run))
     assert "shard-00001.parquet: missing or damaged" in caplog.text
     assert store.manifest["complete"] and len(store) == 230
     assert store_files(tmp_path / "s") == original  # encoded again, byte for byte

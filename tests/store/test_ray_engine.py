@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sbert.store import encode_corpus
+from sbert.store import CorpusOptions, encode_corpus
 
 ray = pytest.importorskip("ray")
 
@@ -30,8 +30,10 @@ def test_ray_store_equals_the_local_store(local_ray: None, tmp_path: Path, tiny_
         "".join(json.dumps({"text": t, "n": 5 * i}) + "\n" for i, t in enumerate(texts)), encoding="utf-8"
     )
     options = {"shard_size": 120, "chunk_rows": 50, "show_progress": False, "id_column": "n"}
-    local = encode_corpus(tiny_encoder, source, tmp_path / "local", **options)
-    remote = encode_corpus(tiny_encoder, source, tmp_path / "ray", engine="ray", workers=2, **options)
+    local = encode_corpus(tiny_encoder, source, tmp_path / "local", CorpusOptions(**options))
+    remote = encode_corpus(
+        tiny_encoder, source, tmp_path / "ray", CorpusOptions(engine="ray", workers=2, **options)
+    )
     assert [(s.start, s.stop) for s in remote.shards] == [(s.start, s.stop) for s in local.shards]
     rows = np.arange(len(texts))
     np.testing.assert_array_equal(remote.ids(rows), rows * 5)
@@ -47,15 +49,15 @@ def test_ray_resumes_after_the_finished_shards(local_ray: None, tmp_path: Path, 
     texts = [f"the dog {'runs ' * (i % 7)}{i}" for i in range(90)] + ["", "last"]
     source.write_text("\r\n".join(texts) + "\r\n", encoding="utf-8")
     options = {"shard_size": 40, "chunk_rows": 20, "show_progress": False}
-    local = encode_corpus(tiny_encoder, source, tmp_path / "local", **options)
+    local = encode_corpus(tiny_encoder, source, tmp_path / "local", CorpusOptions(**options))
     # the state a run killed between shards leaves: two finished shards, the manifest unfinished
     store = tmp_path / "ray"
-    encode_corpus(tiny_encoder, source, store, **options)
+    encode_corpus(tiny_encoder, source, store, CorpusOptions(**options))
     manifest = json.loads((store / "manifest.json").read_text())
     (store / manifest["shards"].pop()["file"]).unlink()
     manifest.update(rows=80, complete=False)
     (store / "manifest.json").write_text(json.dumps(manifest))
-    resumed = encode_corpus(tiny_encoder, source, store, engine="ray", workers=1, **options)
+    resumed = encode_corpus(tiny_encoder, source, store, CorpusOptions(engine="ray", workers=1, **options))
     rows = np.arange(len(texts))
     assert resumed.texts(rows.tolist()) == texts
     np.testing.assert_array_equal(resumed.ids(rows), rows)

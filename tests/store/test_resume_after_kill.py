@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from sbert.store import EmbeddingStore, encode_corpus
+from sbert.store import CorpusOptions, EmbeddingStore, encode_corpus
 
 # The child encodes slowly (a pause per chunk), so that the kill lands mid-run, inside a shard.
 CHILD = """
 import sys, time, torch
 from sbert import SentenceEncoder
-from sbert.store import encode_corpus
+from sbert.store import CorpusOptions, encode_corpus
 torch.set_num_threads(int(sys.argv[4]))
 model = SentenceEncoder.from_pretrained(sys.argv[1], device="cpu", precision="float32", backend="torch")
 plain = model.encode
@@ -28,7 +28,8 @@ def slow(*args, **kwargs):
     time.sleep(0.05)
     return plain(*args, **kwargs)
 model.encode = slow
-encode_corpus(model, sys.argv[2], sys.argv[3], shard_size=20, chunk_rows=5, dtype=sys.argv[5], show_progress=False)
+options = CorpusOptions(shard_size=20, chunk_rows=5, dtype=sys.argv[5], show_progress=False)
+encode_corpus(model, sys.argv[2], sys.argv[3], options)
 """
 
 
@@ -78,16 +79,16 @@ def test_sigkill_then_resume_gives_byte_identical_shards(
         EmbeddingStore.open(str(store))
 
     resumed = encode_corpus(
-        tiny_encoder, source, store, shard_size=20, chunk_rows=5, dtype=dtype, show_progress=False
+        tiny_encoder,
+        source,
+        store,
+        CorpusOptions(shard_size=20, chunk_rows=5, dtype=dtype, show_progress=False),
     )
     reference = encode_corpus(
         tiny_encoder,
         source,
         tmp_path / "whole",
-        shard_size=20,
-        chunk_rows=5,
-        dtype=dtype,
-        show_progress=False,
+        CorpusOptions(shard_size=20, chunk_rows=5, dtype=dtype, show_progress=False),
     )
     shards = sorted(p.name for p in store.iterdir())
     assert shards == sorted(p.name for p in (tmp_path / "whole").iterdir()), (

@@ -19,9 +19,9 @@ from sbert import SentenceEncoder
 from sbert.cli import build_parser
 from sbert.cli.train import recipe_config
 from sbert.data.training_files import read_scored_pairs, read_triplets
+from sbert.distributed import join_process_group, leave_process_group, rank_share
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
 from sbert.training import Trainer, TrainingConfig
-from sbert.training.distributed import join_process_group, leave_process_group, rank_share
 from sbert.training.recipes import train_recipe
 
 

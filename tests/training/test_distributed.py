@@ -26,8 +26,8 @@ from tests.conftest import REPO, WORDS, build_tiny_bert
 from sbert import SentenceEncoder
 from sbert.cli import main
 from sbert.data.training_files import read_scored_pairs, read_triplets
+from sbert.distributed import DistributedError, check_batching, join_process_group, rank_share
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
-from sbert.training.distributed import DistributedError, check_batching, join_process_group, rank_share
 
 WORKER = Path(__file__).with_name("ddp_worker.py")
 EXAMPLES = 29  # batches of 8: the last one has 5 examples, shared 3 + 2

@@ -2,7 +2,7 @@
 mining (:mod:`sbert.applications.hard_negatives`) filters.
 
 Three ways to find them: exact search in chunks (memory of one score block), a new
-:class:`~sbert.applications.index.VectorIndex` of any kind over vectors in memory, or a saved index
+:class:`~sbert.index.VectorIndex` of any kind over vectors in memory, or a saved index
 (built from a corpus file or an embedding store), where the corpus vectors never enter memory and
 the texts are looked up by id.
 """
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from sbert.applications.index import VectorIndex
 from sbert.applications.search import Hit, top_k_chunked
+from sbert.index import VectorIndex
 
 
 def nearest(

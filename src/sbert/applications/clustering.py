@@ -18,7 +18,7 @@ from sbert.applications.search import as_numpy, top_k_rows
 from sbert.similarity import ArrayLike
 
 if TYPE_CHECKING:
-    from sbert.applications.index import VectorIndex
+    from sbert.index import VectorIndex
 
 LINKAGES = ("average", "complete", "single")
 SMALL_KMEANS = 50_000  # beyond this many vectors, k-means runs on mini-batches in bounded memory
@@ -171,7 +171,7 @@ def community_detection_in_index(
         Communities of corpus ids (as the index holds them), largest first; centre first.
 
     Examples:
-        >>> from sbert.applications.index import VectorIndex
+        >>> from sbert.index import VectorIndex
         >>> vectors = np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]], dtype=np.float32)
         >>> community_detection_in_index(VectorIndex.build(vectors, kind="flat"), vectors, 0.9, 2)
         [[0, 1]]

@@ -3,7 +3,7 @@ its positive, as sentence-transformers' ``mine_hard_negatives`` picks them.
 
 Every anchor is searched against the corpus (the positives, plus any extra texts) exactly, in chunks
 (:func:`~sbert.applications.search.top_k_chunked`: memory of one score block, not queries × corpus),
-through a new :class:`~sbert.applications.index.VectorIndex` of any kind, or through a saved index,
+through a new :class:`~sbert.index.VectorIndex` of any kind, or through a saved index,
 whose vectors never enter memory (:mod:`sbert.applications.candidates`). The ``range_max +
 max_positives`` nearest candidates of each anchor are then filtered (its positives, a margin below
 the positive's score, a maximum or minimum score, optionally judged by a cross-encoder) and the
@@ -19,6 +19,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,49 +28,24 @@ import torch
 from sbert.applications.candidates import nearest, nearest_in_index
 from sbert.applications.mined import MinedRow, MiningResult
 from sbert.applications.mined import write_mined as write_mined  # callers import it from here too
+from sbert.contracts import RetrievalEncoder
 from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES
 
 if TYPE_CHECKING:
-    from sbert.applications.index import VectorIndex
     from sbert.cross_encoder import CrossEncoder
-    from sbert.encoder import SentenceEncoder
+    from sbert.index import VectorIndex
 
 logger = logging.getLogger("sbert")
 
 FILTERS = ("absolute_margin", "relative_margin", "max_score", "min_score")
 
 
-def mine_hard_negatives(
-    pairs: Sequence[tuple[str, str]],
-    model: SentenceEncoder,
-    corpus: Sequence[str] | None = None,
-    cross_encoder: CrossEncoder | None = None,
-    range_min: int = 0,
-    range_max: int | None = None,
-    max_score: float | None = None,
-    min_score: float | None = None,
-    absolute_margin: float | None = None,
-    relative_margin: float | None = None,
-    num_negatives: int = 3,
-    sampling_strategy: str = "top",
-    query_prompt_name: str | None = None,
-    corpus_prompt_name: str | None = None,
-    include_positives: bool = False,
-    output_format: str = "n-tuple",
-    batch_size: int = 32,
-    index_kind: str | None = None,
-    seed: int = 0,
-    show_progress_bar: bool | None = None,
-    index: VectorIndex | None = None,
-) -> MiningResult:
-    """Hard negatives for (anchor, positive) pairs, with sentence-transformers' semantics.
+@dataclass(frozen=True)
+class MiningOptions:
+    """How :func:`mine_hard_negatives` ranks, filters, picks and lays out the negatives, with
+    sentence-transformers' names and defaults.
 
-    Args:
-        pairs: (anchor, positive) texts; an anchor may have several positives (several rows).
-        model: The encoder; anchors go through ``encode_query``, the corpus through ``encode_document``.
-        corpus: More candidate texts besides the positives (which are always candidates).
-        cross_encoder: Rescore the candidates and positives with it before the filters (only with a
-            filter: ``max_score``, ``min_score`` or a margin).
+    Attributes:
         range_min: Skip this many of the best remaining candidates (likely unlabelled positives).
         range_max: Rank this many candidates per anchor (default: ``range_min + num_negatives +
             max_positives``, times 10 on ``num_negatives`` when a filter is set, as sentence-transformers).
@@ -87,13 +63,85 @@ def mine_hard_negatives(
             each positive, 0 for each negative) or ``labeled-list`` (anchor, [positive, negatives...],
             [1, 0, ...]; rows without a negative are dropped): see :meth:`MiningResult.table`.
         batch_size: Encoding and cross-encoder batch size.
-        index_kind: ``None`` for exact search, else a :class:`~sbert.applications.index.VectorIndex` kind.
-        index: A saved index of the corpus, made with ``model`` (``VectorIndex.load(path, model)``),
-            instead of ``corpus``: its vectors stay where they are (memory maps, a store) and its
-            texts are the candidates; a positive it lacks is no other anchor's candidate.
+        index_kind: ``None`` for exact search, else a :class:`~sbert.index.VectorIndex` kind.
         seed: The ``random`` strategy's seed (the draws equal ``random.seed(seed)`` then
             sentence-transformers' ``random.sample`` calls).
         show_progress_bar: Encoding progress bars (default: for 1000 sentences or more).
+
+    Examples:
+        >>> MiningOptions(num_negatives=5, absolute_margin=0.05).filters()
+        {'absolute_margin': 0.05}
+    """
+
+    range_min: int = 0
+    range_max: int | None = None
+    max_score: float | None = None
+    min_score: float | None = None
+    absolute_margin: float | None = None
+    relative_margin: float | None = None
+    num_negatives: int = 3
+    sampling_strategy: str = "top"
+    query_prompt_name: str | None = None
+    corpus_prompt_name: str | None = None
+    include_positives: bool = False
+    output_format: str = "n-tuple"
+    batch_size: int = 32
+    index_kind: str | None = None
+    seed: int = 0
+    show_progress_bar: bool | None = None
+
+    def filters(self) -> dict[str, float]:
+        """The score filters that are set, by name."""
+        values = {name: getattr(self, name) for name in FILTERS}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass
+class _Candidates:
+    """The texts mining ranks: every distinct candidate (``texts``), every distinct anchor
+    (``queries``) and each anchor's positives as positions in ``texts``, in order of first appearance."""
+
+    texts: list[str]
+    position: dict[str, int]
+    queries: list[str]
+    query_positives: list[list[int]]
+
+    @classmethod
+    def of(cls, pairs: Sequence[tuple[str, str]], extra: Sequence[str]) -> _Candidates:
+        positives = [positive for _, positive in pairs]
+        texts = list(dict.fromkeys([*extra, *positives]))
+        position = {text: i for i, text in enumerate(texts)}
+        queries = list(dict.fromkeys(anchor for anchor, _ in pairs))
+        query_positives: list[list[int]] = [[] for _ in queries]
+        query_of = {query: i for i, query in enumerate(queries)}
+        for anchor, positive in pairs:
+            own = query_positives[query_of[anchor]]
+            if position[positive] not in own:
+                own.append(position[positive])
+        return cls(texts, position, queries, query_positives)
+
+
+def mine_hard_negatives(
+    pairs: Sequence[tuple[str, str]],
+    model: RetrievalEncoder,
+    options: MiningOptions | None = None,
+    *,
+    corpus: Sequence[str] | None = None,
+    cross_encoder: CrossEncoder | None = None,
+    index: VectorIndex | None = None,
+) -> MiningResult:
+    """Hard negatives for (anchor, positive) pairs, with sentence-transformers' semantics.
+
+    Args:
+        pairs: (anchor, positive) texts; an anchor may have several positives (several rows).
+        model: The encoder; anchors go through ``encode_query``, the corpus through ``encode_document``.
+        options: The ranges, filters, strategy and format (default: :class:`MiningOptions`'s).
+        corpus: More candidate texts besides the positives (which are always candidates).
+        cross_encoder: Rescore the candidates and positives with it before the filters (only with a
+            filter: ``max_score``, ``min_score`` or a margin).
+        index: A saved index of the corpus, made with ``model`` (``VectorIndex.load(path, model)``),
+            instead of ``corpus``: its vectors stay where they are (memory maps, a store) and its
+            texts are the candidates; a positive it lacks is no other anchor's candidate.
 
     Returns:
         A :class:`MiningResult`; rows in the order of the first appearance of each anchor, then of
@@ -110,64 +158,35 @@ def mine_hard_negatives(
         >>> pairs = [("A man plays guitar.", "Someone plays an instrument."),
         ...          ("A dog runs in a park.", "An animal is outside."),
         ...          ("A woman cooks pasta.", "Someone makes dinner.")]
-        >>> result = mine_hard_negatives(pairs, SentenceEncoder.from_pretrained(), num_negatives=1)
+        >>> model = SentenceEncoder.from_pretrained()
+        >>> result = mine_hard_negatives(pairs, model, MiningOptions(num_negatives=1))
         >>> result.rows[0].negatives
         ('Someone makes dinner.',)
     """
-    _check_arguments(pairs, num_negatives, sampling_strategy, output_format, range_min)
-    filters = {
-        "absolute_margin": absolute_margin,
-        "relative_margin": relative_margin,
-        "max_score": max_score,
-        "min_score": min_score,
-    }
-    filtering = any(value is not None for value in filters.values())
-    if include_positives and output_format != "n-tuple":
-        # sentence-transformers switches to n-tuple here; saying so beats writing another format.
-        raise ValueError("include_positives keeps each anchor's ranking, which only the n-tuple format holds")
-    if cross_encoder is not None and not filtering:
-        raise ValueError(
-            "a cross-encoder only judges the filters: give max_score, min_score, absolute_margin or "
-            "relative_margin with it"
-        )
-    max_positives = Counter(anchor for anchor, _ in pairs).most_common(1)[0][1]
-    if range_max is None:
-        # Room for the filters to remove candidates, as sentence-transformers leaves it.
-        range_max = range_min + num_negatives * (10 if filtering else 1) + max_positives
-    _check_range(range_min, range_max, num_negatives)
-    if index is not None and (corpus is not None or index_kind is not None):
+    options = options or MiningOptions()
+    range_max, max_positives = _check_options(pairs, options, cross_encoder)
+    if index is not None and (corpus is not None or options.index_kind is not None):
         raise ValueError("a saved index is the corpus: give index, or corpus and index_kind, not both")
-
-    positives = [positive for _, positive in pairs]
     # With a saved index, only the positives are encoded; its candidates join `texts` when found.
-    extra = corpus if corpus is not None and index is None else positives
-    texts = list(dict.fromkeys([*extra, *positives]))
-    position = {text: i for i, text in enumerate(texts)}
-    queries = list(dict.fromkeys(anchor for anchor, _ in pairs))
-    # Each query's positives, in order of first appearance, each once.
-    query_positives: list[list[int]] = [[] for _ in queries]
-    query_of = {query: i for i, query in enumerate(queries)}
-    for anchor, positive in pairs:
-        own = query_positives[query_of[anchor]]
-        if position[positive] not in own:
-            own.append(position[positive])
+    found = _Candidates.of(pairs, corpus if corpus is not None and index is None else [])
+    texts, queries, query_positives = found.texts, found.queries, found.query_positives
 
     seconds: dict[str, float] = {}
     start = time.perf_counter()
-    options: dict[str, Any] = {
-        "batch_size": batch_size,
-        "show_progress_bar": show_progress_bar,
+    encode: dict[str, Any] = {
+        "batch_size": options.batch_size,
+        "show_progress_bar": options.show_progress_bar,
         "normalize": True,
     }
-    texts_vectors = np.asarray(model.encode_document(texts, prompt_name=corpus_prompt_name, **options))
-    query_vectors = np.asarray(model.encode_query(queries, prompt_name=query_prompt_name, **options))
+    texts_vectors = np.asarray(model.encode_document(texts, prompt_name=options.corpus_prompt_name, **encode))
+    query_vectors = np.asarray(model.encode_query(queries, prompt_name=options.query_prompt_name, **encode))
     seconds["encode"] = time.perf_counter() - start
 
     start = time.perf_counter()
     if index is None:
-        scores, ids = nearest(query_vectors, texts_vectors, range_max + max_positives, index_kind)
+        scores, ids = nearest(query_vectors, texts_vectors, range_max + max_positives, options.index_kind)
     else:
-        scores, ids = nearest_in_index(index, query_vectors, range_max + max_positives, texts, position)
+        scores, ids = nearest_in_index(index, query_vectors, range_max + max_positives, texts, found.position)
         # Scored as the index scores: a prefix index (built with dimensions) cuts both sides.
         query_vectors, texts_vectors = index.query_vectors(query_vectors), index.query_vectors(texts_vectors)
     seconds["search"] = time.perf_counter() - start
@@ -183,48 +202,76 @@ def mine_hard_negatives(
     if cross_encoder is not None:
         start = time.perf_counter()
         scores, positive_scores = _rescore(
-            cross_encoder, queries, texts, ids, flat_positives, batch_size, show_progress_bar
+            cross_encoder, queries, texts, ids, flat_positives, options.batch_size, options.show_progress_bar
         )
         seconds["rescore"] = time.perf_counter() - start
 
     start = time.perf_counter()
     scores[ids < 0] = -float("inf")  # padding of a short result list
-    if not include_positives:
+    if not options.include_positives:
         for q, own in enumerate(query_positives):
             scores[q, torch.isin(ids[q], torch.tensor(own))] = -float("inf")
-    skipped = _apply_filters(scores, positive_scores, query_positives, filters)
+    skipped = _apply_filters(scores, positive_scores, query_positives, options.filters())
     order = torch.sort(scores, dim=1, descending=True, stable=True).indices[:, :range_max]
-    scores, ids = scores.gather(1, order)[:, range_min:], ids.gather(1, order)[:, range_min:]
-    if sampling_strategy == "top":
-        scores, ids = scores[:, :num_negatives], ids[:, :num_negatives]
+    scores, ids = (
+        scores.gather(1, order)[:, options.range_min :],
+        ids.gather(1, order)[:, options.range_min :],
+    )
+    if options.sampling_strategy == "top":
+        scores, ids = scores[:, : options.num_negatives], ids[:, : options.num_negatives]
     else:
-        scores, ids = _sample(scores, ids, num_negatives, random.Random(seed))
-    rows, missing = _rows(output_format, queries, texts, query_positives, positive_scores, scores, ids)
+        scores, ids = _sample(scores, ids, options.num_negatives, random.Random(options.seed))
+    rows, missing = _rows(
+        options.output_format, queries, texts, query_positives, positive_scores, scores, ids
+    )
     seconds["select"] = time.perf_counter() - start
-    result = MiningResult(rows, output_format, num_negatives, range_max, skipped, missing, seconds)
+    result = MiningResult(
+        rows, options.output_format, options.num_negatives, range_max, skipped, missing, seconds
+    )
     logger.info("%s", result.summary())
     return result
 
 
-def _check_arguments(
-    pairs: Sequence[tuple[str, str]],
-    num_negatives: int,
-    sampling_strategy: str,
-    output_format: str,
-    range_min: int,
-) -> None:
+def _check_options(
+    pairs: Sequence[tuple[str, str]], options: MiningOptions, cross_encoder: CrossEncoder | None
+) -> tuple[int, int]:
+    """Refuse what cannot be mined; the ``range_max`` to rank (the default one unless set) and the
+    most positives an anchor has."""
+    _check_arguments(pairs, options)
+    filtering = bool(options.filters())
+    if options.include_positives and options.output_format != "n-tuple":
+        # sentence-transformers switches to n-tuple here; saying so beats writing another format.
+        raise ValueError("include_positives keeps each anchor's ranking, which only the n-tuple format holds")
+    if cross_encoder is not None and not filtering:
+        raise ValueError(
+            "a cross-encoder only judges the filters: give max_score, min_score, absolute_margin or "
+            "relative_margin with it"
+        )
+    max_positives = Counter(anchor for anchor, _ in pairs).most_common(1)[0][1]
+    range_max = options.range_max
+    if range_max is None:
+        # Room for the filters to remove candidates, as sentence-transformers leaves it.
+        range_max = options.range_min + options.num_negatives * (10 if filtering else 1) + max_positives
+    _check_range(options.range_min, range_max, options.num_negatives)
+    return range_max, max_positives
+
+
+def _check_arguments(pairs: Sequence[tuple[str, str]], options: MiningOptions) -> None:
     if not pairs:
         raise ValueError("no (anchor, positive) pairs to mine negatives for")
-    if num_negatives < 1:
-        raise ValueError(f"num_negatives must be at least 1, got {num_negatives}")
-    if sampling_strategy not in SAMPLING_STRATEGIES:
+    if options.num_negatives < 1:
+        raise ValueError(f"num_negatives must be at least 1, got {options.num_negatives}")
+    if options.sampling_strategy not in SAMPLING_STRATEGIES:
         raise ValueError(
-            f"unknown sampling_strategy {sampling_strategy!r}; choose one of {', '.join(SAMPLING_STRATEGIES)}"
+            f"unknown sampling_strategy {options.sampling_strategy!r}; "
+            f"choose one of {', '.join(SAMPLING_STRATEGIES)}"
         )
-    if output_format not in MINED_FORMATS:
-        raise ValueError(f"unknown output_format {output_format!r}; choose one of {', '.join(MINED_FORMATS)}")
-    if range_min < 0:
-        raise ValueError(f"range_min must be at least 0, got {range_min}")
+    if options.output_format not in MINED_FORMATS:
+        raise ValueError(
+            f"unknown output_format {options.output_format!r}; choose one of {', '.join(MINED_FORMATS)}"
+        )
+    if options.range_min < 0:
+        raise ValueError(f"range_min must be at least 0, got {options.range_min}")
 
 
 def _check_range(range_min: int, range_max: int, num_negatives: int) -> None:
@@ -261,7 +308,7 @@ def _apply_filters(
     scores: torch.Tensor,
     positive_scores: torch.Tensor,
     query_positives: list[list[int]],
-    filters: dict[str, float | None],
+    filters: dict[str, float],
 ) -> dict[str, int]:
     """Set the score of every candidate a filter removes to -inf; how many each removed."""
     # With several positives, the margin is taken from the lowest-scoring one (the harder positive).
@@ -274,10 +321,7 @@ def _apply_filters(
         "min_score": lambda value: scores < value,
     }
     skipped = {}
-    for name in FILTERS:
-        value = filters[name]
-        if value is None:
-            continue
+    for name, value in filters.items():
         removed = thresholds[name](value) & torch.isfinite(scores)
         scores[removed] = -float("inf")
         skipped[name] = int(removed.sum())

@@ -179,16 +179,13 @@ def _run_store(args: argparse.Namespace) -> int:
 
 
 def _encode_store(args: argparse.Namespace) -> int:
-    from sbert.store import encode_corpus
+    from sbert.store import CorpusOptions, encode_corpus
     from sbert.store.manifest import resolve_location
     from sbert.store.writer import existing_store
 
     existing_store(*resolve_location(args.output))  # refuses a folder of other files before loading a model
     model = load_model(args)
-    store = encode_corpus(
-        model,
-        args.input,
-        args.output,
+    options = CorpusOptions(
         fmt=args.format,
         column=args.column,
         id_column=args.id_column,
@@ -208,6 +205,7 @@ def _encode_store(args: argparse.Namespace) -> int:
         prompt_name=args.prompt_name,
         prompt=args.prompt,
     )
+    store = encode_corpus(model, args.input, args.output, options)
     skipped = store.manifest.get("skipped_lines", 0)
     print(
         f"wrote {len(store)} embeddings of dimension {store.dim} ({store.dtype}) in {len(store.shards)} "

@@ -88,6 +88,6 @@ def run_retrieval(args: argparse.Namespace) -> int:
 
 
 def _size(count: int) -> str:
-    from sbert.applications.index.kinds import format_bytes
+    from sbert.index.kinds import format_bytes
 
     return f"{count / 1024:.0f} KiB" if count < 2**20 else format_bytes(count)

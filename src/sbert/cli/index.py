@@ -12,11 +12,11 @@ from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_mod
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
-    from sbert.applications.index import VectorIndex
     from sbert.encoder import SentenceEncoder
     from sbert.identity import ModelIdentity
+    from sbert.index import VectorIndex
 
-KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.applications.index
+KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.index
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -82,7 +82,7 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sbert.applications.index.files import INDEX
+    from sbert.index.files import INDEX
     from sbert.outputs import claim_output
 
     with claim_output(args.output, INDEX):  # before any encoding: a wrong --output costs nothing
@@ -90,8 +90,8 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sbert.applications.index import VectorIndex, parse_bytes
     from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.index import VectorIndex, parse_bytes
 
     start = time.perf_counter()
     max_memory = parse_bytes(args.max_memory) if args.max_memory else None
@@ -136,7 +136,7 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore: str | None) -> VectorIndex:
-    from sbert.applications.index.building import StoreSource, build_index
+    from sbert.index.building import StoreSource, build_index
     from sbert.store import EmbeddingStore
 
     store = EmbeddingStore.open(args.store)

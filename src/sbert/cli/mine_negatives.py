@@ -45,6 +45,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--corpus-column", default="text", help="field of --corpus in JSONL/CSV (default text)"
     )
+    _add_selection_arguments(parser)
+    parser.add_argument(
+        "--cross-encoder", default=None, help="cross-encoder directory that scores candidates for the filters"
+    )
+    parser.add_argument(
+        "--index-kind",
+        choices=("exact", *(kind for kind in KINDS if kind != "auto")),
+        default="exact",
+        help="exact search in chunks (default) or an index kind over the corpus",
+    )
+    parser.add_argument(
+        "--prompt-name", default=None, help="anchors' prompt (default: the model's query prompt)"
+    )
+    parser.add_argument(
+        "--document-prompt-name", default=None, help="corpus prompt (default: the model's document prompt)"
+    )
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--skip-bad-lines", action="store_true", help="skip malformed input lines (and count them)"
+    )
+    add_model_arguments(parser)
+    parser.set_defaults(handler=run)
+
+
+def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which candidates become negatives: ranks, score filters, strategy (MiningOptions' fields)."""
     parser.add_argument("--num-negatives", type=int, default=3, help="negatives per anchor (default 3)")
     parser.add_argument("--range-min", type=int, default=0, help="skip this many best candidates (default 0)")
     parser.add_argument(
@@ -74,27 +100,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--include-positives", action="store_true", help="let an anchor's positives be among its negatives"
     )
-    parser.add_argument(
-        "--cross-encoder", default=None, help="cross-encoder directory that scores candidates for the filters"
-    )
-    parser.add_argument(
-        "--index-kind",
-        choices=("exact", *(kind for kind in KINDS if kind != "auto")),
-        default="exact",
-        help="exact search in chunks (default) or an index kind over the corpus",
-    )
-    parser.add_argument(
-        "--prompt-name", default=None, help="anchors' prompt (default: the model's query prompt)"
-    )
-    parser.add_argument(
-        "--document-prompt-name", default=None, help="corpus prompt (default: the model's document prompt)"
-    )
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument(
-        "--skip-bad-lines", action="store_true", help="skip malformed input lines (and count them)"
-    )
-    add_model_arguments(parser)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _mine(args: argparse.Namespace) -> int:
-    from sbert.applications.hard_negatives import mine_hard_negatives
+    from sbert.applications.hard_negatives import MiningOptions, mine_hard_negatives
     from sbert.applications.mined import check_mined_output, write_mined
     from sbert.data.texts import read_texts
     from sbert.data.training_files import read_anchor_positive_pairs
@@ -125,14 +130,10 @@ def _mine(args: argparse.Namespace) -> int:
     model = load_model(args)
     index = None
     if args.index:
-        from sbert.applications.index import VectorIndex
+        from sbert.index import VectorIndex
 
         index = VectorIndex.load(args.index, model=model)  # refuses an index of another model
-    result = mine_hard_negatives(
-        pairs,
-        model,
-        corpus=corpus,
-        cross_encoder=cross_encoder,
+    options = MiningOptions(
         range_min=args.range_min,
         range_max=args.range_max,
         max_score=args.max_score,
@@ -149,7 +150,9 @@ def _mine(args: argparse.Namespace) -> int:
         index_kind=None if args.index_kind == "exact" else args.index_kind,
         seed=args.seed,
         show_progress_bar=True,
-        index=index,
+    )
+    result = mine_hard_negatives(
+        pairs, model, options, corpus=corpus, cross_encoder=cross_encoder, index=index
     )
     if not result.rows:
         raise ValueError(

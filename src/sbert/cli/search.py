@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
-# sbert.applications.cascade.DEFAULT_CANDIDATES, written out: importing it would import torch for
+# sbert.index.cascade.DEFAULT_CANDIDATES, written out: importing it would import torch for
 # every CLI start (tests/cli pins the two equal).
 DEFAULT_CANDIDATES = 50
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.index and args.rescore_with:
         results, texts = cascade(args)
     elif args.index:
-        from sbert.applications.index import VectorIndex
+        from sbert.index import VectorIndex
 
         model = load_model_of_index(args)
         index = VectorIndex.load(args.index, model=model)
@@ -107,10 +107,10 @@ def check_cascade_arguments(args: argparse.Namespace) -> None:
 
 
 def cascade(args: argparse.Namespace) -> tuple[list[list[Hit]], dict[int, str | None]]:
-    """The index's candidates re-ranked by ``--rescore-with`` (:func:`sbert.applications.cascade.cascade_search`)."""
-    from sbert.applications.cascade import cascade_search, check_has_texts
-    from sbert.applications.index import VectorIndex
+    """The index's candidates re-ranked by ``--rescore-with`` (:func:`sbert.index.cascade.cascade_search`)."""
     from sbert.encoder import SentenceEncoder
+    from sbert.index import VectorIndex
+    from sbert.index.cascade import cascade_search, check_has_texts
 
     model = load_model_of_index(args)
     index = VectorIndex.load(args.index, model=model)
@@ -141,8 +141,8 @@ def load_model_of_index(args: argparse.Namespace) -> SentenceEncoder:
     A recorded directory is used as it is, never re-resolved as a name (a relative name read from
     another working directory could be taken for a hub id); a directory that is gone is an error.
     """
-    from sbert.applications.index import MANIFEST_FILE, read_manifest
     from sbert.errors import ModelLoadError
+    from sbert.index import MANIFEST_FILE, read_manifest
 
     if args.model is None:
         manifest = read_manifest(Path(args.index) / MANIFEST_FILE)

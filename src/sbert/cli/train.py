@@ -235,13 +235,13 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
 
 def _run_distributed(config: RecipeConfig, args: argparse.Namespace) -> int:
     """One process of a ``torchrun`` launch: join the others, train, and report errors with the rank."""
-    from sbert.training import TrainingDivergedError
-    from sbert.training.distributed import (
+    from sbert.distributed import (
         DistributedError,
         distributed_device,
         join_process_group,
         leave_process_group,
     )
+    from sbert.training import TrainingDivergedError
     from sbert.training.recipes import train_recipe
 
     label = f"rank {os.environ.get('RANK', '?')} of {os.environ['WORLD_SIZE']}"

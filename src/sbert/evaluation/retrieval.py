@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sbert.contracts import RetrievalEncoder
 from sbert.data.beir import RetrievalSet
 
 # The cuts reported; each metric follows trec_eval's definition of the same name.
@@ -82,7 +83,7 @@ class RetrievalResult:
         queries, documents: How many of each.
         seconds: ``encode`` (corpus and queries), ``index`` (build), ``search`` (all queries).
         memory_bytes: What the searched vectors take in memory (exact: the float32 matrix; an index:
-            its estimate, without the process, :func:`~sbert.applications.index.kinds.memory_bytes`).
+            its estimate, without the process, :func:`~sbert.index.kinds.memory_bytes`).
         dimensions: How many of each vector's dimensions were searched.
         run: Query id → {document id: score}, the ranked lists scored (see :func:`write_run`).
     """
@@ -114,7 +115,7 @@ class EmbeddedSet:
 
 
 def embed_set(
-    model: Any,
+    model: RetrievalEncoder,
     dataset: RetrievalSet,
     query_prompt_name: str | None = None,
     document_prompt_name: str | None = None,
@@ -124,7 +125,7 @@ def embed_set(
     """Embed the corpus with ``encode_document`` and the queries with ``encode_query`` (the model's
     document and query prompts unless other names are given)."""
     doc_ids, query_ids = list(dataset.corpus), list(dataset.queries)
-    options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+    options: dict[str, Any] = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
     start = time.perf_counter()
     documents = model.encode_document(
         [dataset.corpus[i] for i in doc_ids], prompt_name=document_prompt_name, **options
@@ -132,14 +133,15 @@ def embed_set(
     queries = model.encode_query(
         [dataset.queries[i] for i in query_ids], prompt_name=query_prompt_name, **options
     )
-    return EmbeddedSet(dataset, query_ids, doc_ids, queries, documents, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return EmbeddedSet(dataset, query_ids, doc_ids, np.asarray(queries), np.asarray(documents), seconds)
 
 
 def search_and_score(
     embedded: EmbeddedSet, index_kind: str | None = None, top_k: int = MAP_AT, dimensions: int | None = None
 ) -> RetrievalResult:
     """Search the embedded queries exactly (``index_kind=None``) or through a
-    :class:`~sbert.applications.index.VectorIndex` of that kind, and score the ranked lists.
+    :class:`~sbert.index.VectorIndex` of that kind, and score the ranked lists.
     ``dimensions`` keeps only the first so many of each vector (a Matryoshka model's prefix)."""
     from sbert.applications.search import semantic_search
 
@@ -155,8 +157,8 @@ def search_and_score(
     if index_kind is None:
         hits = semantic_search(queries, documents, top_k=top_k)
     else:
-        from sbert.applications.index import VectorIndex
-        from sbert.applications.index.kinds import BASE_BYTES, memory_bytes
+        from sbert.index import VectorIndex
+        from sbert.index.kinds import BASE_BYTES, memory_bytes
 
         index = VectorIndex.build(documents, kind=index_kind)
         seconds["index"] = time.perf_counter() - start
@@ -184,7 +186,7 @@ def search_and_score(
 
 
 def evaluate_retrieval(
-    model: Any,
+    model: RetrievalEncoder,
     dataset: RetrievalSet,
     index_kind: str | None = None,
     top_k: int = MAP_AT,
@@ -198,7 +200,7 @@ def evaluate_retrieval(
     Args:
         model: A :class:`~sbert.SentenceEncoder` (its query and document prompts apply).
         dataset: From :func:`sbert.data.beir.read_beir` or :func:`~sbert.data.beir.proxy_set`.
-        index_kind: ``None`` for exact search, else a kind of :class:`~sbert.applications.index.VectorIndex`
+        index_kind: ``None`` for exact search, else a kind of :class:`~sbert.index.VectorIndex`
             (``flat``, ``hnsw``, ``ivf``, ``ivfpq``, ``binary``, ...), built over the corpus vectors.
         top_k: Results kept per query (at least 100 for MAP@100 and Recall@100).
         query_prompt_name: Another prompt than the model's query one.
@@ -242,7 +244,7 @@ class RetrievalEvaluator:
             raise ValueError(f"RetrievalEvaluator {dataset.name!r}: no judged query to evaluate")
         self.dataset, self.batch_size, self.show_progress_bar = dataset, batch_size, show_progress_bar
 
-    def __call__(self, model: Any) -> dict[str, float]:
+    def __call__(self, model: RetrievalEncoder) -> dict[str, float]:
         """``ndcg@10``, ``mrr@10``, ``map@100``, ``recall@1``, ``recall@10``, ``recall@100``."""
         embedded = embed_set(
             model, self.dataset, batch_size=self.batch_size, show_progress_bar=self.show_progress_bar

@@ -17,10 +17,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sbert.distributed import Distributed
 from sbert.encoder import SentenceEncoder
 from sbert.losses.base import example_texts
 from sbert.losses.multiple_negatives import MultipleNegativesRankingLoss
-from sbert.training.distributed import Distributed
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def build_service(model: Any, options: ServeOptions) -> Service:
     """The model's batcher, the index and the cross-encoder, all loaded and checked now."""
     index = None
     if options.index:
-        from sbert.applications.index import VectorIndex
+        from sbert.index import VectorIndex
 
         index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None

@@ -10,12 +10,13 @@ try:
 except ImportError:  # pragma: no cover - depends on the installation
     raise ImportError("embedding stores need pyarrow: pip install 'sbert[store]'") from None
 
-from sbert.store.corpus import encode_corpus
+from sbert.store.corpus import CorpusOptions, encode_corpus
 from sbert.store.manifest import ShardRecord, StoreError
 from sbert.store.reader import EmbeddingStore, StoreBatch
 from sbert.store.writer import StoreDiskFullError, StoreWriter
 
 __all__ = [
+    "CorpusOptions",
     "EmbeddingStore",
     "ShardRecord",
     "StoreBatch",

@@ -13,8 +13,9 @@ import logging
 import posixpath
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyarrow import fs as pafs
@@ -29,6 +30,9 @@ from sbert.store.manifest import MANIFEST, STORE, STORE_DTYPES, StoreError
 from sbert.store.reader import EmbeddingStore
 from sbert.store.writer import ShardWriter, StoreWriter, input_digest
 
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
+
 logger = logging.getLogger("sbert")
 
 DEFAULT_SHARD_SIZE = 100_000  # rows a shard: about 150 MB of 384-d float32
@@ -39,42 +43,11 @@ ENGINES = ("local", "ray")
 Chunk = tuple[np.ndarray, list[str], np.ndarray]
 
 
-@claiming("output", STORE)
-def encode_corpus(
-    model: Any,
-    source: str | Path | Iterable[str],
-    output: str | Path,
-    *,
-    fmt: str = "auto",
-    column: str = "text",
-    id_column: str | None = None,
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    batch_size: int = 32,
-    max_tokens: int | None = None,
-    normalize: bool = False,
-    dtype: str = "float32",
-    store_texts: bool = True,
-    skip_bad_lines: bool = False,
-    overwrite: bool = False,
-    show_progress: bool | None = None,
-    engine: str = "local",
-    address: str | None = None,
-    workers: int | None = None,
-    filesystem: pafs.FileSystem | None = None,
-    prompt_name: str | None = None,
-    prompt: str | None = None,
-) -> EmbeddingStore:
-    """Encode every sentence of ``source`` into the embedding store at ``output``, resumably.
+@dataclass(frozen=True)
+class CorpusOptions:
+    """How :func:`encode_corpus` reads, encodes and writes a corpus; checked when made.
 
-    Running it again after a crash continues at the first unfinished shard; a store made with
-    another input, model or settings is refused (``overwrite=True`` starts again).
-
-    Args:
-        model: A :class:`~sbert.SentenceEncoder`; its precision is the inference precision.
-        source: A file (text lines, JSONL, CSV/TSV, Parquet), a URI pyarrow opens, ``"-"`` for
-            standard input, or (local engine) an iterable of strings.
-        output: The store directory (local or a pyarrow URI).
+    Attributes:
         fmt: Input format (see :func:`sbert.data.texts.iter_texts`).
         column: The text field.
         id_column: An optional integer id field; without it the id is the row number.
@@ -87,11 +60,76 @@ def encode_corpus(
             chunk, stored in the manifest and used for every shard).
         store_texts: Keep a ``text`` column (for lookups by id).
         skip_bad_lines: Skip malformed input lines (counted in the manifest) instead of stopping.
+        overwrite: Start again over a store made with another input, model or settings.
         show_progress: Rows, rows/s and time left on stderr (default: on).
         engine: ``local`` or ``ray`` (Ray Data; ``address`` of a cluster, ``workers`` actors).
+        address: The Ray cluster to join (default: a local one).
+        workers: Ray actors (default: Ray's choice).
+        filesystem: A pyarrow filesystem for ``output`` (default: from its URI).
         prompt_name: As in :meth:`~sbert.SentenceEncoder.encode` (default: the model's default prompt).
         prompt: As in :meth:`~sbert.SentenceEncoder.encode`. The text put before each sentence is
             recorded in the manifest, and a run with another prompt cannot continue the store.
+
+    Raises:
+        ValueError: an unknown engine or dtype, or a shard or chunk size below 1.
+
+    Examples:
+        >>> CorpusOptions(dtype="int8", shard_size=50_000).chunk_rows
+        10000
+        >>> CorpusOptions(dtype="int4")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown store dtype 'int4'; choose one of float32, float16, int8
+    """
+
+    fmt: str = "auto"
+    column: str = "text"
+    id_column: str | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    batch_size: int = 32
+    max_tokens: int | None = None
+    normalize: bool = False
+    dtype: str = "float32"
+    store_texts: bool = True
+    skip_bad_lines: bool = False
+    overwrite: bool = False
+    show_progress: bool | None = None
+    engine: str = "local"
+    address: str | None = None
+    workers: int | None = None
+    filesystem: pafs.FileSystem | None = None
+    prompt_name: str | None = None
+    prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
+        if self.dtype not in STORE_DTYPES:
+            raise ValueError(f"unknown store dtype {self.dtype!r}; choose one of {', '.join(STORE_DTYPES)}")
+        for name, value in (("shard_size", self.shard_size), ("chunk_rows", self.chunk_rows)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+@claiming("output", STORE)
+def encode_corpus(
+    model: SentenceEncoder,
+    source: str | Path | Iterable[str],
+    output: str | Path,
+    options: CorpusOptions | None = None,
+) -> EmbeddingStore:
+    """Encode every sentence of ``source`` into the embedding store at ``output``, resumably.
+
+    Running it again after a crash continues at the first unfinished shard; a store made with
+    another input, model or settings is refused (``overwrite=True`` starts again).
+
+    Args:
+        model: A :class:`~sbert.SentenceEncoder`; its precision is the inference precision.
+        source: A file (text lines, JSONL, CSV/TSV, Parquet), a URI pyarrow opens, ``"-"`` for
+            standard input, or (local engine) an iterable of strings.
+        output: The store directory (local or a pyarrow URI).
+        options: Format, shards, dtype, engine... (default: :class:`CorpusOptions`'s).
 
     Returns:
         The finished store.
@@ -100,27 +138,25 @@ def encode_corpus(
     (docs/guides/corpus-stores.md runs ``encode_corpus`` end to end).
 
     Examples:
-        >>> store = encode_corpus(model, "corpus.txt", "vectors/", dtype="int8")   # doctest: +SKIP
-        >>> len(store), store.dtype                                                # doctest: +SKIP
+        >>> store = encode_corpus(model, "corpus.txt", "vectors/", CorpusOptions(dtype="int8"))  # doctest: +SKIP
+        >>> len(store), store.dtype                                                             # doctest: +SKIP
         (1000000, 'int8')
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    if dtype not in STORE_DTYPES:
-        raise ValueError(f"unknown store dtype {dtype!r}; choose one of {', '.join(STORE_DTYPES)}")
-    for name, value in (("shard_size", shard_size), ("chunk_rows", chunk_rows)):
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
+    options = options or CorpusOptions()
     from_file = isinstance(source, (str, Path))
-    if engine == "ray" and not from_file:
+    if options.engine == "ray" and not from_file:
         raise ValueError("the ray engine reads a file or URI, not an in-memory iterable")
-    if engine == "ray" and (skip_bad_lines or str(source) == STDIN):
+    if options.engine == "ray" and (options.skip_bad_lines or str(source) == STDIN):
         raise ValueError("the ray engine reads files with Ray's own readers: no stdin, no --skip-bad-lines")
-    chunk_rows = min(chunk_rows, shard_size)
-    settings = _settings(model, source, fmt, column, id_column, shard_size, chunk_rows, normalize, dtype)
-    settings["texts"] = store_texts
-    settings["prompt"] = model.prompts.resolve(prompt_name, prompt)  # the text, which Ray workers get too
-    writer = StoreWriter.open(str(output), settings, overwrite=overwrite, filesystem=filesystem)
+    chunk_rows = min(options.chunk_rows, options.shard_size)
+    settings = _settings(model, source, options, chunk_rows)
+    settings["texts"] = options.store_texts
+    settings["prompt"] = model.prompts.resolve(
+        options.prompt_name, options.prompt
+    )  # the text, which Ray workers get too
+    writer = StoreWriter.open(
+        str(output), settings, overwrite=options.overwrite, filesystem=options.filesystem
+    )
     check_same_model(
         ModelIdentity.from_dict(writer.manifest["model"]), model, posixpath.join(writer.directory, MANIFEST)
     )
@@ -133,26 +169,32 @@ def encode_corpus(
         )
     estimate = settings["input"].get("lines")
     progress = tqdm(
-        total=estimate, initial=writer.rows, unit=" rows", desc="Encoding", disable=show_progress is False
+        total=estimate,
+        initial=writer.rows,
+        unit=" rows",
+        desc="Encoding",
+        disable=options.show_progress is False,
     )
     encode = {
-        "batch_size": batch_size,
-        "max_tokens": max_tokens,
-        "normalize": normalize,
+        "batch_size": options.batch_size,
+        "max_tokens": options.max_tokens,
+        "normalize": options.normalize,
         "prompt": settings["prompt"],
     }
     with progress:
-        if engine == "ray":
+        if options.engine == "ray":
             from sbert.store.ray_engine import ray_chunks
 
-            chunks = ray_chunks(model, str(source), writer, encode, address=address, workers=workers)
+            chunks = ray_chunks(
+                model, str(source), writer, encode, address=options.address, workers=options.workers
+            )
             write_shards(writer, chunks, progress)
         else:
-            bad = BadLines("<stdin>" if str(source) == STDIN else str(source), skip=skip_bad_lines)
+            bad = BadLines("<stdin>" if str(source) == STDIN else str(source), skip=options.skip_bad_lines)
             with bad:
                 rows = _rows(source, settings, bad) if from_file else _iterable_rows(source)  # type: ignore[arg-type]
                 _skip_finished(rows, writer)
-                chunks = _encoded_chunks(model, rows, writer.rows, shard_size, chunk_rows, encode)
+                chunks = _encoded_chunks(model, rows, writer.rows, options.shard_size, chunk_rows, encode)
                 write_shards(writer, chunks, progress, skipped=lambda: bad.count)
     writer.finish()
     return EmbeddingStore.open(writer.directory, filesystem=writer.filesystem)
@@ -202,22 +244,14 @@ def _split_at_shards(chunks: Iterable[Chunk], first_row: int, shard_size: int) -
 
 
 def _settings(
-    model: Any,
-    source: Any,
-    fmt: str,
-    column: str,
-    id_column: str | None,
-    shard_size: int,
-    chunk_rows: int,
-    normalize: bool,
-    dtype: str,
+    model: SentenceEncoder, source: str | Path | Iterable[str], options: CorpusOptions, chunk_rows: int
 ) -> dict[str, Any]:
     identity = model_identity(model)
     plan = model.plan  # what runs, so the manifest cannot record a precision that did not
-    description: dict[str, Any] = {"format": None, "column": column, "size": None, "sha256": None}
+    description: dict[str, Any] = {"format": None, "column": options.column, "size": None, "sha256": None}
     where = "<iterable>"
     if isinstance(source, (str, Path)):
-        description["format"] = resolve_format(source, fmt)
+        description["format"] = resolve_format(source, options.fmt)
         fingerprint = fingerprint_input(source)
         if fingerprint is not None:
             description.update(size=fingerprint.size, sha256=fingerprint.sha256, lines=fingerprint.lines)
@@ -231,11 +265,11 @@ def _settings(
         "dim": int(model.dim),
         "precision": plan.precision,
         "engine": plan.to_dict(),
-        "dtype": dtype,
-        "normalized": bool(normalize or "Normalize" in identity.pipeline.get("layers", [])),
-        "shard_size": shard_size,
+        "dtype": options.dtype,
+        "normalized": bool(options.normalize or "Normalize" in identity.pipeline.get("layers", [])),
+        "shard_size": options.shard_size,
         "chunk_rows": chunk_rows,
-        "id_column": id_column,
+        "id_column": options.id_column,
     }
 
 
@@ -266,7 +300,7 @@ def _skip_finished(rows: Iterator[tuple[int | None, str]], writer: StoreWriter) 
 
 
 def _encoded_chunks(
-    model: Any,
+    model: SentenceEncoder,
     rows: Iterator[tuple[int | None, str]],
     first_row: int,
     shard_size: int,

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sbert.identity import model_identity
 from sbert.store.writer import StoreWriter
+
+if TYPE_CHECKING:
+    from sbert.encoder import SentenceEncoder
 
 _READ_CPUS = 0.25  # reading and splitting lines is light next to encoding
 
@@ -67,7 +70,7 @@ class EncoderActor:
 
 
 def ray_chunks(
-    model: Any,
+    model: SentenceEncoder,
     source: str,
     writer: StoreWriter,
     encode: dict[str, Any],

@@ -15,7 +15,7 @@ The protocol (what :class:`Trainer` needs from the objects it is given):
 
 Any loss of :mod:`sbert.losses` fits; so does a cross-encoder wrapped in a loss module.
 
-Under ``torchrun`` (see :mod:`sbert.training.distributed`) the same trainer runs on every rank: each
+Under ``torchrun`` (see :mod:`sbert.distributed`) the same trainer runs on every rank: each
 takes its share of every global batch, ``DistributedDataParallel`` averages the gradients, and rank 0
 alone evaluates, logs, writes checkpoints and saves the model.
 """
@@ -41,14 +41,8 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from sbert.files import staging_dir
-from sbert.model_io import replace_dir
-from sbert.outputs import MODEL, OutputKind, claim_output
-from sbert.training.autocast import training_autocast
-from sbert.training.batches import batches_per_epoch, epoch_batches
-from sbert.training.checkpoint import load_checkpoint, save_checkpoint
-from sbert.training.config import TrainingConfig
-from sbert.training.distributed import (
+from sbert.contracts import Evaluator
+from sbert.distributed import (
     Distributed,
     DistributedError,
     agree,
@@ -59,6 +53,13 @@ from sbert.training.distributed import (
     rank_share,
     step_seed,
 )
+from sbert.files import staging_dir
+from sbert.model_io import replace_dir
+from sbert.outputs import MODEL, OutputKind, claim_output
+from sbert.training.autocast import training_autocast
+from sbert.training.batches import batches_per_epoch, epoch_batches
+from sbert.training.checkpoint import load_checkpoint, save_checkpoint
+from sbert.training.config import TrainingConfig
 from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.schedule import build_optimizer, build_scheduler
@@ -91,9 +92,6 @@ def claim_training_output(output: str | Path) -> AbstractContextManager[Path]:
     if os.environ.get("RANK", "0") != "0":
         return nullcontext(Path(output))
     return claim_output(output, TRAINING)
-
-
-Evaluator = Callable[[Any], dict[str, float]]
 
 
 class Trainer:
@@ -138,7 +136,7 @@ class Trainer:
         train_examples: Sequence[Any],
         output_dir: str | Path,
         config: TrainingConfig | None = None,
-        evaluator: Evaluator | None = None,
+        evaluator: Evaluator[Any] | None = None,  # Any: the trainer trains bi- and cross-encoders
         metric: str | None = None,
         callbacks: Sequence[Callable[[TrainerState], None]] = (),
     ) -> None:

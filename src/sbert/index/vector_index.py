@@ -10,14 +10,18 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.applications.index import files
-from sbert.applications.index.files import (
+from sbert.applications.search import Hit, as_numpy
+from sbert.contracts import Encoder
+from sbert.files import staging_dir
+from sbert.identity import ModelIdentity
+from sbert.index import files
+from sbert.index.files import (
     CORPUS_FILE,
     IDS_FILE,
     MANIFEST_FILE,
     RESCORE_FILE,
 )
-from sbert.applications.index.kinds import (
+from sbert.index.kinds import (
     COMPRESSED_KINDS,
     INDEX_KINDS,
     apply_search_params,
@@ -26,10 +30,7 @@ from sbert.applications.index.kinds import (
     faiss_class,
     make_faiss_index,
 )
-from sbert.applications.rescoring import RescoreVectors, rescore
-from sbert.applications.search import Hit, as_numpy
-from sbert.files import staging_dir
-from sbert.identity import ModelIdentity
+from sbert.index.rescoring import RescoreVectors, rescore
 from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges
 from sbert.similarity import ArrayLike
@@ -43,12 +44,12 @@ class VectorIndex:
 
     Args:
         dim: Vector dimension.
-        kind: One of :data:`~sbert.applications.index.kinds.INDEX_KINDS`: ``"flat"`` (exact),
+        kind: One of :data:`~sbert.index.kinds.INDEX_KINDS`: ``"flat"`` (exact),
             ``"hnsw"``, ``"ivf"`` (float vectors in memory), or the compressed ``"binary"``,
             ``"binary_ivf"``, ``"ivfpq"`` (candidates re-scored, see ``rescore``).
         metric: ``"cosine"`` (vectors are normalised on the way in, then inner product) or ``"dot"``.
         model_name: The name of the model that made the vectors.
-        params: FAISS parameters (see :func:`~sbert.applications.index.kinds.default_params`).
+        params: FAISS parameters (see :func:`~sbert.index.kinds.default_params`).
         identity: The model's identity (:func:`sbert.identity.model_identity`); :meth:`load` with a
             model refuses any other model or pipeline.
         rescore: Compressed kinds: the precision candidates are re-scored in, ``"int8"`` (default,
@@ -116,7 +117,7 @@ class VectorIndex:
         dimensions: int | None = None,
     ) -> VectorIndex:
         """Make an index of ``embeddings`` (n, dim) held in memory (for a store on disk see
-        :func:`~sbert.applications.index.building.build_index`).
+        :func:`~sbert.index.building.build_index`).
 
         ``kind="auto"`` picks by size and ``max_memory`` (bytes; :func:`choose_kind`), and records why
         in ``index.choice``. IVF kinds train their centroids on the vectors given. ``dimensions``
@@ -352,7 +353,7 @@ class VectorIndex:
         }
 
     @classmethod
-    def load(cls, path: str | Path, model: Any = None) -> VectorIndex:
+    def load(cls, path: str | Path, model: str | Encoder | None = None) -> VectorIndex:
         """Read an index directory, checking every file against the manifest.
 
         Args:

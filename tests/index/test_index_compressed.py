@@ -8,7 +8,8 @@ import pytest
 
 faiss = pytest.importorskip("faiss")
 
-from sbert.applications.index import (  # noqa: E402
+from sbert.applications.search import semantic_search  # noqa: E402
+from sbert.index import (  # noqa: E402
     COMPRESSED_KINDS,
     MANIFEST_FILE,
     RESCORE_FILE,
@@ -19,7 +20,6 @@ from sbert.applications.index import (  # noqa: E402
     parse_bytes,
     recall_at_k,
 )
-from sbert.applications.search import semantic_search  # noqa: E402
 from sbert.quantization import dequantize_embeddings  # noqa: E402
 
 

@@ -9,10 +9,10 @@ import pytest
 from tests.conftest import WORDS
 
 from sbert import SentenceEncoder
-from sbert.applications.cascade import cascade_search, rerank
+from sbert.index.cascade import cascade_search, rerank
 
 pytest.importorskip("faiss")
-from sbert.applications.index import VectorIndex
+from sbert.index import VectorIndex
 
 QUERIES = ["a man plays guitar", "the dog runs in the park", "space rocket", "happy child eats food"]
 

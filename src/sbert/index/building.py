@@ -24,13 +24,13 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.applications.index import files
-from sbert.applications.index.files import IDS_FILE, RESCORE_FILE
-from sbert.applications.index.kinds import choose_kind
-from sbert.applications.index.vector_index import VectorIndex
-from sbert.applications.rescoring import RescoreWriter
 from sbert.files import staging_dir
 from sbert.identity import ModelIdentity
+from sbert.index import files
+from sbert.index.files import IDS_FILE, RESCORE_FILE
+from sbert.index.kinds import choose_kind
+from sbert.index.rescoring import RescoreWriter
+from sbert.index.vector_index import VectorIndex
 from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges, dequantize_embeddings
 from sbert.truncation import check_dimensions, truncate_embeddings

@@ -2,7 +2,7 @@
 
 Float kinds keep every vector in memory (``flat`` exact, ``hnsw`` graph, ``ivf`` inverted lists).
 Compressed kinds keep a few bytes a vector and re-rank their candidates with vectors read from a
-memory-mapped file on disk (:mod:`sbert.applications.rescoring`):
+memory-mapped file on disk (:mod:`sbert.index.rescoring`):
 
 - ``binary``: one bit a dimension (packed 8 to a byte, the last byte padded with zero bits when the
   dimension is not a multiple of 8), exact Hamming search over all codes;
@@ -32,7 +32,7 @@ HNSW_MAX = 5_000_000
 # 4096 lists already scan only ~0.4% of the corpus per query at nprobe 16.
 MAX_NLIST = 4096
 # What a process holds besides the index: Python, numpy, FAISS and PyTorch (sbert imports it),
-# measured as VmRSS after `from sbert.applications.index import VectorIndex`: 381 MiB.
+# measured as VmRSS after `from sbert.index import VectorIndex`: 381 MiB.
 BASE_BYTES = 400 * 2**20
 
 

@@ -21,8 +21,8 @@ pytest.importorskip("faiss")
 
 from tests.store.test_store import write_store
 
-from sbert.applications.index import IndexLoadError, VectorIndex
-from sbert.applications.index.building import StoreSource, build_index
+from sbert.index import IndexLoadError, VectorIndex
+from sbert.index.building import StoreSource, build_index
 from sbert.store import EmbeddingStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,7 +107,7 @@ def test_a_store_backed_index_refuses_a_changed_store(tmp_path: Path, capsys) ->
 KILLED_SAVE = """
 import sys, time
 import numpy as np
-from sbert.applications.index import VectorIndex, files
+from sbert.index import VectorIndex, files
 
 def hang(staging, *args, **kwargs):
     print(staging, flush=True)

@@ -19,12 +19,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.applications.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
+from sbert.contracts import Encoder
 from sbert.errors import ModelLoadError
+from sbert.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
+
+if TYPE_CHECKING:
+    from sbert.identity import ModelIdentity
 from sbert.outputs import OutputKind, read_json
 
 FORMAT_VERSION = 2
@@ -223,7 +227,7 @@ def read_faiss(path: Path, manifest: dict[str, Any], expected_class: str) -> Any
 
 def read_rescore(path: Path, manifest: dict[str, Any]) -> Any:
     """The memory-mapped rescoring vectors, checked against the manifest."""
-    from sbert.applications.rescoring import RescoreVectors
+    from sbert.index.rescoring import RescoreVectors
     from sbert.quantization import QuantizationRanges
 
     rescore_file = path / RESCORE_FILE
@@ -248,7 +252,7 @@ def read_rescore(path: Path, manifest: dict[str, Any]) -> Any:
         raise IndexLoadError(str(error)) from None
 
 
-def check_model(manifest: dict[str, Any], model: Any, path: Path) -> Any:
+def check_model(manifest: dict[str, Any], model: str | Encoder | None, path: Path) -> ModelIdentity | None:
     """Refuse an index made with another model, pipeline or dimension; return the recorded identity.
 
     A ``SentenceEncoder`` is checked by the fingerprint of its weights and pipeline
@@ -262,7 +266,7 @@ def check_model(manifest: dict[str, Any], model: Any, path: Path) -> Any:
     if model is None:
         return identity
     if identity is not None and hasattr(model, "state_dict"):
-        check_same_model(identity, model, where)
+        check_same_model(identity, model, where)  # a SentenceEncoder: its weights are what is compared
     else:
         name = model if isinstance(model, str) else getattr(model, "name", None)
         if name is not None and manifest["model"] is not None and name != manifest["model"]:

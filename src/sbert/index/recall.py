@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sbert.applications.index.vector_index import VectorIndex
 from sbert.applications.search import Hit, as_numpy, semantic_search
+from sbert.index.vector_index import VectorIndex
 from sbert.similarity import ArrayLike
 
 

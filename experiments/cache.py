@@ -16,16 +16,19 @@ from sbert.files import write_text_atomic
 
 
 def code_fingerprint() -> str:
-    """A hash of every Python source file of the installed sbert package.
+    """A hash of every Python source file of the installed sbert package and of these experiments.
 
-    Any change to sbert's code gives a new fingerprint, so a cached result is never mistaken for
-    one the current code would produce.
+    Any change to sbert's code or to an experiment gives a new fingerprint, so a cached result is
+    never mistaken for one the current code would produce.
     """
     digest = hashlib.sha256()
-    root = resources.files("sbert")
-    for path in sorted(Path(str(root)).rglob("*.py")):
-        digest.update(str(path.relative_to(str(root))).encode())
-        digest.update(path.read_bytes())
+    for package, root in (
+        ("sbert", Path(str(resources.files("sbert")))),
+        ("experiments", Path(__file__).parent),
+    ):
+        for path in sorted(root.rglob("*.py")):
+            digest.update(f"{package}/{path.relative_to(root)}".encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
+from experiments.figures import Figures, escape, fmt, fmt_seeds
+from experiments.findings import concatenation_scores, findings_table
+from experiments.runner import CellOutcome
 from sbert import __version__
 from sbert.evaluation import paper
-from sbert.reproduce.figures import Figures, escape, fmt, fmt_seeds
-from sbert.reproduce.findings import concatenation_scores, findings_table
-from sbert.reproduce.runner import CellOutcome
 
 SETTING_DIFFERENCES = """\
 - **Start model.** No raw BERT is available offline, so every trained model starts from the bundled

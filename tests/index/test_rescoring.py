@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sbert.applications.rescoring import RescoreVectors, rescore
+from sbert.index.rescoring import RescoreVectors, rescore
 from sbert.quantization import QuantizationRanges
 
 

@@ -6,7 +6,8 @@ import pytest
 
 pytest.importorskip("faiss")
 
-from sbert.applications.index import (
+from sbert.applications.search import semantic_search
+from sbert.index import (
     FAISS_FILE,
     MANIFEST_FILE,
     IndexLoadError,
@@ -14,7 +15,6 @@ from sbert.applications.index import (
     choose_kind,
     recall_at_k,
 )
-from sbert.applications.search import semantic_search
 
 
 class FakeModel:
@@ -123,7 +123,7 @@ def test_bad_queries_and_vectors() -> None:
 
 @pytest.mark.parametrize("kind", ["flat", "ivfpq"])
 def test_a_prefix_index_searches_like_exact_search_on_cut_vectors(kind: str, tmp_path: Path) -> None:
-    from sbert.applications.index.building import ArraySource, build_index
+    from sbert.index.building import ArraySource, build_index
     from sbert.truncation import truncate_embeddings
 
     vectors, queries = corpus(400, 32), corpus(5, 32, seed=1)

@@ -1,12 +1,12 @@
 """Vector indexes on FAISS, from exact search in memory to compressed indexes of tens of millions.
 
-- :mod:`~sbert.applications.index.kinds`: the kinds, their memory formulas and ``kind="auto"``;
-- :mod:`~sbert.applications.index.vector_index`: :class:`VectorIndex` (build, search, save, load);
-- :mod:`~sbert.applications.index.building`: building from an embedding store in bounded memory;
-- :mod:`~sbert.applications.index.files`: the directory's files and their checks.
+- :mod:`~sbert.index.kinds`: the kinds, their memory formulas and ``kind="auto"``;
+- :mod:`~sbert.index.vector_index`: :class:`VectorIndex` (build, search, save, load);
+- :mod:`~sbert.index.building`: building from an embedding store in bounded memory;
+- :mod:`~sbert.index.files`: the directory's files and their checks.
 """
 
-from sbert.applications.index.files import (
+from sbert.index.files import (
     CORPUS_FILE,
     FAISS_FILE,
     IDS_FILE,
@@ -15,7 +15,7 @@ from sbert.applications.index.files import (
     IndexLoadError,
     read_manifest,
 )
-from sbert.applications.index.kinds import (
+from sbert.index.kinds import (
     COMPRESSED_KINDS,
     INDEX_KINDS,
     Choice,
@@ -24,8 +24,8 @@ from sbert.applications.index.kinds import (
     memory_bytes,
     parse_bytes,
 )
-from sbert.applications.index.recall import recall_at_k
-from sbert.applications.index.vector_index import METRICS, VectorIndex
+from sbert.index.recall import recall_at_k
+from sbert.index.vector_index import METRICS, VectorIndex
 
 __all__ = [
     "COMPRESSED_KINDS",

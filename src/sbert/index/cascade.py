@@ -6,28 +6,32 @@ its query prompt and those candidates' texts with its document prompt, and the `
 by the rescorer's cosine are returned with the rescorer's scores. Only the candidates are embedded
 by the rescorer, so the corpus never needs a transformer index.
 
-This is not :mod:`sbert.applications.rescoring`, which re-scores a compressed index's candidates
+This is not :mod:`sbert.index.rescoring`, which re-scores a compressed index's candidates
 with the same model's stored vectors: here a second model re-embeds texts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sbert.applications.search import Hit, as_numpy
+from sbert.contracts import RetrievalEncoder
 from sbert.similarity import ArrayLike
+
+if TYPE_CHECKING:
+    from sbert.index import VectorIndex
 
 DEFAULT_CANDIDATES = 50
 
 
 def cascade_search(
-    index: Any,
+    index: VectorIndex,
     queries: Sequence[str],
     query_embeddings: ArrayLike,
-    rescorer: Any,
+    rescorer: RetrievalEncoder,
     top_k: int = 10,
     candidates: int = DEFAULT_CANDIDATES,
     query_prompt_name: str | None = None,
@@ -37,7 +41,7 @@ def cascade_search(
     """Search ``index`` for ``candidates`` hits per query, then re-rank them with ``rescorer``.
 
     Args:
-        index: A :class:`~sbert.applications.index.VectorIndex` that holds its texts (its
+        index: A :class:`~sbert.index.VectorIndex` that holds its texts (its
             ``corpus.jsonl``, or a store written with texts).
         queries: The query sentences, for the rescorer.
         query_embeddings: The same queries embedded by the index's model (``encode_query``), (queries, dim).
@@ -59,7 +63,7 @@ def cascade_search(
             index holds no text for a candidate (the message names it).
 
     Examples:
-        >>> from sbert.applications.index import VectorIndex
+        >>> from sbert.index import VectorIndex
         >>> class Words:  # a stand-in rescorer: one axis per word
         ...     words = ["cat", "dog", "car"]
         ...     def encode_query(self, texts, **options):
@@ -99,7 +103,7 @@ def rerank(
     queries: Sequence[str],
     candidate_ids: Sequence[Sequence[int]],
     texts: Mapping[int, str | None],
-    rescorer: Any,
+    rescorer: RetrievalEncoder,
     top_k: int = 10,
     query_prompt_name: str | None = None,
     document_prompt_name: str | None = None,
@@ -145,12 +149,12 @@ def rerank(
             "re-embeds the candidates' texts, so the index must hold them"
         )
     # Unit-length vectors from the rescorer itself: its dot products are its cosines.
-    options = {"batch_size": batch_size, "show_progress_bar": False, "normalize": True}
+    options: dict[str, Any] = {"batch_size": batch_size, "show_progress_bar": False, "normalize": True}
     query_vectors = as_numpy(
         rescorer.encode_query(list(queries), prompt_name=query_prompt_name, **options)
     )  # (queries, dim)
     doc_vectors = as_numpy(
-        rescorer.encode_document([texts[i] for i in ids], prompt_name=document_prompt_name, **options)
+        rescorer.encode_document([str(texts[i]) for i in ids], prompt_name=document_prompt_name, **options)
     )  # (candidates, dim)
     row_of = {corpus_id: row for row, corpus_id in enumerate(ids)}
     results = []
@@ -163,14 +167,14 @@ def rerank(
     return results
 
 
-def check_has_texts(index: Any) -> None:
+def check_has_texts(index: VectorIndex) -> None:
     """Refuse an index that cannot give its texts back (built without them), naming what to do.
 
     Raises:
         ValueError: the index holds no texts, or looks them up in a store written without texts.
 
     Examples:
-        >>> from sbert.applications.index import VectorIndex
+        >>> from sbert.index import VectorIndex
         >>> check_has_texts(VectorIndex.build(np.eye(2, dtype="float32"), kind="flat"))
         Traceback (most recent call last):
         ...

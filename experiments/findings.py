@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sbert.reproduce.cells import CONCATENATIONS, PAPER_MODE, concatenation_slug
-from sbert.reproduce.figures import Figures, escape, mean_std
+from experiments.cells import CONCATENATIONS, PAPER_MODE, concatenation_slug
+from experiments.figures import Figures, escape, mean_std
 
 # What "about equal" and "much better" mean in the verdicts, in Spearman or accuracy points × 100.
 SAME_WITHIN = 1.5

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.cache import CellCache
 from sbert.data.paths import MissingDataError
-from sbert.reproduce.cache import CellCache
 
 logger = logging.getLogger("sbert")
 

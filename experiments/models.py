@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from experiments.cache import settings_key
 from sbert.options import Recipe
-from sbert.reproduce.cache import settings_key
 from sbert.training.recipes import RecipeConfig, train_recipe
 from sbert.training.trainer import CHECKPOINT_DIR
 

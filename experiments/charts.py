@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.figures import Figures
+from experiments.findings import concatenation_scores
 from sbert.evaluation import paper
 from sbert.files import atomic_path
-from sbert.reproduce.figures import Figures
-from sbert.reproduce.findings import concatenation_scores
 
 OURS, PAPER = "#1f77b4", "#bbbbbb"
 

@@ -14,6 +14,16 @@ from typing import Any
 
 import torch
 
+from experiments.models import ModelStore, TrainedModel
+from experiments.runner import Cell
+from experiments.scale import Scale
+from experiments.speed import (
+    cross_versus_bi_cost,
+    encode_in_given_order,
+    median_seconds,
+    most_similar_pair_seconds,
+    sentences_per_second,
+)
 from sbert.data import MissingDataError, distinct_snli_sentences, read_stsb
 from sbert.encoder import SentenceEncoder
 from sbert.evaluation.baselines import AveragedGloVe
@@ -22,16 +32,6 @@ from sbert.evaluation.similarity import Encoder
 from sbert.evaluation.sts import STS_SETS, evaluate_sts
 from sbert.losses import CONCATENATION_PARTS, PAPER_CONCATENATION
 from sbert.options import PAPER_POOLING_MODES
-from sbert.reproduce.models import ModelStore, TrainedModel
-from sbert.reproduce.runner import Cell
-from sbert.reproduce.scale import Scale
-from sbert.reproduce.speed import (
-    cross_versus_bi_cost,
-    encode_in_given_order,
-    median_seconds,
-    most_similar_pair_seconds,
-    sentences_per_second,
-)
 
 # Rough rates on the reference machine (2 cores), for the time-left estimate only.
 TRAIN_PAIRS_PER_S = 90.0

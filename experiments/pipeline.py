@@ -8,15 +8,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.cache import CellCache, code_fingerprint
+from experiments.cells import Context, build_cells
+from experiments.charts import write_charts
+from experiments.models import ModelStore
+from experiments.report import build_results, render_markdown
+from experiments.runner import CellOutcome, run_cells
+from experiments.scale import Scale
 from sbert.files import write_text_atomic
 from sbert.outputs import OutputKind, claiming
-from sbert.reproduce.cache import CellCache, code_fingerprint
-from sbert.reproduce.cells import Context, build_cells
-from sbert.reproduce.charts import write_charts
-from sbert.reproduce.models import ModelStore
-from sbert.reproduce.report import build_results, render_markdown
-from sbert.reproduce.runner import CellOutcome, run_cells
-from sbert.reproduce.scale import Scale
 
 REPORT_FILE = "REPORT.md"
 RESULTS_FILE = "results.json"
@@ -44,7 +44,7 @@ def reproduce(
 
     Args:
         output: Report folder.
-        scale: Experiment sizes (:data:`~sbert.reproduce.scale.FULL` or ``QUICK``).
+        scale: Experiment sizes (:data:`~experiments.scale.FULL` or ``QUICK``).
         data_dir: The data directory; a missing data set skips its cells.
         command: The command line that asked for this run (recorded in the report).
         base: Model every cell starts from (default: the bundled all-MiniLM-L6-v2).
