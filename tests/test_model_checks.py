@@ -135,19 +135,9 @@ def test_broken_folder_is_refused_naming_the_file(case: str, tiny_model_dir: Pat
 def _encode_cli(folder: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     sentences = tmp_path / "in.txt"
     sentences.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
-    command = [
-        sys.executable,
-        "-m",
-        "sbert",
-        "encode",
-        str(sentences),
-        "-m",
-        str(folder),
-        "-o",
-        str(tmp_path / "out.npy"),
-    ]
+    command = [sys.executable, "-m", "sbert", "encode", str(sentences), "-m", str(folder)]
+    flags = ["-o", str(tmp_path / "out.npy"), "--precision", "float32", "--backend", "torch", "--no-progress"]
     environment = {**os.environ, "PYTHONPATH": str(SRC), "SBERT_CACHE_DIR": "off"}
-    flags = ["--precision", "float32", "--backend", "torch", "--no-progress"]
     return subprocess.run([*command, *flags], capture_output=True, text=True, env=environment, timeout=300)
 
 
