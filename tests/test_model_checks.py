@@ -19,11 +19,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from sentence_transformers import SentenceTransformer
-from tokenizers import Tokenizer
+from tokenizers import Tokenizer, models
 from transformers import BertConfig, BertModel
 
 from sbert import ModelLoadError, SentenceEncoder
-from sbert.model_checks import check_loading_info, check_max_seq_length, position_limit
+from sbert.model_checks import check_finite_table, check_loading_info, check_max_seq_length, position_limit
 from sbert.static import StaticEncoder
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -135,19 +135,9 @@ def test_broken_folder_is_refused_naming_the_file(case: str, tiny_model_dir: Pat
 def _encode_cli(folder: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     sentences = tmp_path / "in.txt"
     sentences.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
-    command = [
-        sys.executable,
-        "-m",
-        "sbert",
-        "encode",
-        str(sentences),
-        "-m",
-        str(folder),
-        "-o",
-        str(tmp_path / "out.npy"),
-    ]
+    command = [sys.executable, "-m", "sbert", "encode", str(sentences), "-m", str(folder)]
+    flags = ["-o", str(tmp_path / "out.npy"), "--precision", "float32", "--backend", "torch", "--no-progress"]
     environment = {**os.environ, "PYTHONPATH": str(SRC), "SBERT_CACHE_DIR": "off"}
-    flags = ["--precision", "float32", "--backend", "torch", "--no-progress"]
     return subprocess.run([*command, *flags], capture_output=True, text=True, env=environment, timeout=300)
 
 
@@ -245,3 +235,15 @@ def test_loading_info_lists_a_few_names_and_counts_the_rest(caplog: pytest.LogCa
         check_loading_info(
             Path("m.safetensors"), {"missing_keys": {"b.weight", "a.weight", "pooler.dense.bias"}}
         )
+
+
+def test_finite_table_check_names_each_bad_row_and_passes_a_row_whose_sum_overflows() -> None:
+    tokenizer = Tokenizer(models.WordLevel({f"t{i}": i for i in range(6)}, unk_token="t0"))
+    table = torch.zeros(6, 4)
+    table[1] = 3e38  # finite, though its sum overflows to inf
+    check_finite_table(table, Path("m.safetensors"), tokenizer)
+    table[3, 0], table[5, 2] = float("-inf"), float("nan")
+    with pytest.raises(
+        ModelLoadError, match=r"m.safetensors: 2 token vectors .*: row 3 \('t3'\), row 5 \('t5'\);"
+    ):
+        check_finite_table(table, Path("m.safetensors"), tokenizer)
