@@ -7,7 +7,8 @@ they type their model as :class:`Encoder` and never as ``Any``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
@@ -18,3 +19,43 @@ class Encoder(Protocol):
     """Anything with ``encode(list[str]) -> (n, dim)``: sbert models and the baselines alike."""
 
     def encode(self, sentences: list[str], batch_size: int = ...) -> np.ndarray | Tensor: ...
+
+
+class ServedModel(Encoder, Protocol):
+    """What ``sbert serve`` asks of a model beyond :class:`Encoder`: its size, limits, engine and
+    prompts, and token ids to vectors (``collate`` and ``forward``). :class:`~sbert.SentenceEncoder`
+    and the static encoder are both one; what only some can do (a tokenizer's offsets, token
+    vectors) the server asks through ``sbert.server.abilities``."""
+
+    name: str
+    layers: Any
+    pooling: Any
+    prompts: Any  # sbert.prompts.Prompts
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def max_seq_length(self) -> int: ...
+
+    @property
+    def precision(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def packs(self) -> bool: ...
+
+    @property
+    def plan(self) -> Any: ...  # sbert.inference.engines.EnginePlan
+
+    def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None: ...
+
+    def token_counts(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> list[int]: ...
+
+    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]: ...
+
+    def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor: ...

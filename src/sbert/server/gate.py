@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sbert.server.metrics import Metrics
-from sbert.server.openapi import OPEN_PATHS, OPERATIONS, TEI_PATHS
+from sbert.server.routes import OPERATIONS, TEI_PATHS, is_open
 from sbert.server.schemas import APIError
 
 ENDPOINTS = frozenset(op.path for op in OPERATIONS) | {"/openapi.json", "/docs"}
@@ -32,7 +32,8 @@ class Gate:
     Args:
         app: The ASGI app behind the gate.
         metrics: Where request counts and latencies go.
-        api_key: Bearer token every request but ``/health`` must carry; ``None``: no key.
+        api_key: Bearer token every request but the health routes, the document and /docs must
+            carry (``routes.is_open``); ``None``: no key.
         max_concurrent: Requests served at once; more get 429.
         retry_after: Seconds to tell a refused client to wait.
     """
@@ -86,7 +87,11 @@ class Gate:
         if self.draining:
             return APIError(503, "the server is shutting down", headers={"connection": "close"})
         path = scope["path"]
-        if self._expected is not None and path not in OPEN_PATHS and not path.startswith(DOCS_FILES):
+        if (
+            self._expected is not None
+            and not is_open(scope["method"], path)
+            and not path.startswith(DOCS_FILES)
+        ):
             given = next((value for key, value in scope["headers"] if key == b"authorization"), b"")
             if not hmac.compare_digest(given, self._expected):  # constant time: no timing oracle
                 return APIError(
