@@ -104,16 +104,25 @@ OPERATIONS: list[Operation] = [
         (answers.RerankResponse, answers.TEIRerankResponse),
         tei_errors=TEI_STATUSES,
     ),
+    _tei(
+        "post",
+        "/embed",
+        "A vector per input (TEI; the default model)",
+        tei.embed,
+        schemas.EmbedRequest,
+        answers.EmbedResponse,
+    ),
     *(
         _tei(
             "post",
             path,
-            f"A vector per input (TEI's {what}; the default model)",
-            tei.embed,
-            schemas.EmbedRequest,
-            answers.EmbedResponse,
+            f"TEI's {what}: /embed's body (a vector per input), or /similarity's (`inputs` an object: "
+            "a cosine per sentence); the default model",
+            tei.root,
+            (schemas.EmbedRequest, schemas.TEISimilarityRequest),
+            (answers.EmbedResponse, answers.SimilarityScores),
         )
-        for path, what in (("/embed", "/embed"), ("/", "root route"), ("/invocations", "SageMaker route"))
+        for path, what in (("/", "root route"), ("/invocations", "SageMaker route"))
     ),
     _tei(
         "post",

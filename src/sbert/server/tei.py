@@ -65,10 +65,33 @@ def answer(service: Service, payload: Any) -> Response:
 
 
 async def embed(request: Request) -> Response:
-    """TEI's ``POST /embed`` (and ``POST /``, ``/invocations``): a vector per input."""
+    """TEI's ``POST /embed``: a vector per input."""
     service = services_of(request).default
-    model, limits = service.model, service.limits
+    limits = service.limits
     body = parse_body(await read_body(request, limits), EmbedRequest, limits.max_items)
+    return await embedded(service, body)
+
+
+async def root(request: Request) -> Response:
+    """TEI's ``POST /`` and ``/invocations``: /embed's body, or /similarity's (``inputs`` an object),
+    which huggingface_hub's ``InferenceClient(base_url=URL).sentence_similarity`` posts there."""
+    service = services_of(request).default
+    limits = service.limits
+    body: EmbedRequest | TEISimilarityRequest = parse_body(
+        await read_body(request, limits), _root_shape, limits.max_items
+    )
+    if isinstance(body, TEISimilarityRequest):
+        return await similarity(service, body)
+    return await embedded(service, body)
+
+
+def _root_shape(data: dict[str, Any]) -> Any:
+    return TEISimilarityRequest if isinstance(data.get("inputs"), dict) else EmbedRequest
+
+
+async def embedded(service: Service, body: EmbedRequest) -> Response:
+    """/embed's answer to a parsed body."""
+    model = service.model
     if not body.normalize and any(isinstance(layer, Normalize) for layer in model.layers):
         raise APIError(
             422,
