@@ -47,7 +47,8 @@ def test_the_document_is_valid_openapi_31_and_names_every_route(server: ServerPr
     body = spec["components"]["schemas"]["EmbeddingRequest"]
     assert body["additionalProperties"] is False and body["required"] == ["input"]
     assert body["properties"]["input"]["maxItems"] == 2048  # the server's --max-items
-    assert spec == build_spec(title="tiny-bert")  # the same document in process
+    assert spec == build_spec(title="tiny-bert", prompts=[])  # the same document in process
+    assert body["properties"]["prompt_name"]["anyOf"] == [{"type": "null"}]  # the model has no prompts
     validate(build_spec(api_key=True))
 
 

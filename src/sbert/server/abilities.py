@@ -110,18 +110,26 @@ def embed_ids(model: ServedModel, rows: list[list[int]], truncate: bool) -> Embe
         InputTooLong: a row, with its special tokens, is over the model's limit and ``truncate`` is false.
     """
     limit = model.max_seq_length
-    if is_static(model):
-        special, wrap = 0, list
-    else:
-        tokenizer = model.transformer.tokenizer  # type: ignore[attr-defined]
-        special, wrap = tokenizer.num_special_tokens_to_add(), tokenizer.build_inputs_with_special_tokens
+    before, after = ([], []) if is_static(model) else special_tokens(model.transformer.tokenizer)  # type: ignore[attr-defined]
+    special = len(before) + len(after)
     counts = [len(row) + special for row in rows]
     too_long = [i for i, count in enumerate(counts) if count > limit]
     if too_long and not truncate:
         raise InputTooLong(too_long[0], counts[too_long[0]], limit)
-    ids = [wrap(row[: limit - special]) for row in rows]
+    ids = [before + row[: limit - special] + after for row in rows]
     with torch.inference_mode():
         vectors = [
             model.forward(model.collate(ids[i : i + 32])).float().numpy() for i in range(0, len(ids), 32)
         ]
     return Embedded(np.concatenate(vectors).astype(np.float32), counts, limit)
+
+
+def special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The ids a tokenizer puts before and after one text's tokens (BERT: ``[CLS]``, ``[SEP]``),
+    read off a probe text tokenized with and without them (transformers 5 keeps no
+    ``build_inputs_with_special_tokens``)."""
+    probe = "rain"
+    full = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+    bare = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    start = next(i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare)
+    return full[:start], full[start + len(bare) :]

@@ -61,7 +61,9 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
         },
     )
     app.state.services, app.state.metrics, app.state.docs_files = served, metrics, docs_files
-    app.state.spec = JSONResponse(build_spec(default.limits, api_key is not None, default.model_id)).body
+    prompts = sorted({name for each in served.all for name in each.model.prompts.named})
+    spec = build_spec(default.limits, api_key is not None, default.model_id, prompts)
+    app.state.spec = JSONResponse(spec).body
     gate = Gate(app, metrics, api_key, max_concurrent, retry_after=default.batcher.retry_after)
     return gate
 

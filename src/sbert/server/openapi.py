@@ -11,6 +11,7 @@ Swagger UI's files from the installed ``swagger-ui-py`` package: nothing is fetc
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,12 @@ TEI_ERRORS = {
 }
 
 
-def build_spec(limits: Limits | None = None, api_key: bool = False, title: str = "sbert") -> dict[str, Any]:
+def build_spec(
+    limits: Limits | None = None,
+    api_key: bool = False,
+    title: str = "sbert",
+    prompts: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """The OpenAPI 3.1 document of :data:`OPERATIONS`.
 
     Args:
@@ -58,6 +64,8 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
             default: ``sbert serve``'s).
         api_key: Whether requests need ``Authorization: Bearer KEY`` (all but ``routes.OPEN_PATHS``).
         title: The document's title.
+        prompts: The served models' prompt names: ``prompt_name`` takes one of them or null (none
+            given: any string, for a document built without a model).
 
     Examples:
         >>> spec = build_spec()
@@ -83,6 +91,10 @@ def build_spec(limits: Limits | None = None, api_key: bool = False, title: str =
             field = schema.get("properties", {}).get(name)
             if field is not None:
                 field["maxItems"] = limits.max_items
+        field = schema.get("properties", {}).get("prompt_name")
+        if field is not None and prompts is not None:
+            named = [{"type": "string", "enum": list(prompts)}] if prompts else []
+            field["anyOf"] = [*named, {"type": "null"}]
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
         operation: dict[str, Any] = {
