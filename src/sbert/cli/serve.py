@@ -54,9 +54,9 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="[MODEL=]NAME",
         help="a name requests may give a model (e.g. text-embedding-3-small); repeat it for more. "
-        "NAME alone names the first model, MODEL=NAME the one served as MODEL. The first name is "
-        "the one answers give (default: the model's --model NAME, else its own name); a model is "
-        "addressed by its served names only",
+        "NAME alone names the first model, MODEL=NAME the one served as MODEL. Answers give the "
+        "model's --model NAME, else its first served name, else its own name; a model is "
+        "addressed by these names only",
     )
     parser.add_argument(
         "--max-concurrent-requests",
@@ -184,13 +184,13 @@ def load_models(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def served_names(specs: list[str] | None, models: list[str], given: list[str]) -> dict[str, list[str]]:
-    """Each model's served names, the one answers give first: its ``--served-model-name`` names,
-    then its ``--model NAME`` (none for a model given by path alone and not renamed: it goes by
-    its own name).
+    """Each model's served names, the one answers give first: its ``--model NAME``, then its
+    ``--served-model-name`` names (none for a model given by path alone and not renamed: it goes
+    by its own name).
 
     Examples:
         >>> served_names(["mini=m/minilm", "cls=m/cls"], ["mini", "cls"], ["text-embedding-3-small"])
-        {'mini': ['text-embedding-3-small', 'mini'], 'cls': ['cls']}
+        {'mini': ['mini', 'text-embedding-3-small'], 'cls': ['cls']}
         >>> served_names(["m/minilm"], ["minilm"], ["tiny", "minilm=small"])
         {'minilm': ['tiny', 'small']}
         >>> served_names(None, ["all-MiniLM-L6-v2"], [])
@@ -207,7 +207,7 @@ def served_names(specs: list[str] | None, models: list[str], given: list[str]) -
         names[model or models[0]].append(name)
     for model, each in names.items():
         if model in named:
-            each.append(model)
+            each.insert(0, model)
     return {model: list(dict.fromkeys(each)) for model, each in names.items()}
 
 
