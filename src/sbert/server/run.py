@@ -121,7 +121,6 @@ def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) ->
     services = Services(
         [build_service(model, options, names)] + [build_service(other, others, each) for each, other in more]
     )
-    logger.info("sbert serve: %s", services.listing())
     app = create_app(services, options.api_key, options.max_concurrent_requests)
     config = uvicorn.Config(
         app,
