@@ -19,6 +19,8 @@ from sbert.server.routes import OPERATIONS, TEI_PATHS, is_open
 from sbert.server.schemas import APIError
 
 ENDPOINTS = frozenset(op.path for op in OPERATIONS) | {"/openapi.json", "/docs"}
+# Routes with a path parameter, by the path before it: /metrics counts /v1/models/x as /v1/models/{model}.
+TEMPLATES = {op.path.split("{")[0]: op.path for op in OPERATIONS if op.path_params}
 DOCS_FILES = "/docs/static/"  # Swagger UI's files: a browser loads them without the key
 
 Scope = dict[str, Any]
@@ -81,7 +83,7 @@ class Gate:
                 finally:
                     self.in_flight -= 1
         finally:  # a 500 re-raises after its answer went out (for the server's log): count it too
-            self.metrics.request(path if path in ENDPOINTS else "other", status, time.perf_counter() - start)
+            self.metrics.request(endpoint(path), status, time.perf_counter() - start)
 
     def _refusal(self, scope: Scope) -> APIError | None:
         if self.draining:
@@ -106,6 +108,18 @@ class Gate:
                 headers={"retry-after": str(self.retry_after())},
             )
         return None
+
+
+def endpoint(path: str) -> str:
+    """The route a request path is counted under in /metrics (``other``: none of the table's).
+
+    Examples:
+        >>> endpoint("/embed"), endpoint("/v1/models/org/name"), endpoint("/nothing")
+        ('/embed', '/v1/models/{model}', 'other')
+    """
+    if path in ENDPOINTS:
+        return path
+    return next((template for prefix, template in TEMPLATES.items() if path.startswith(prefix)), "other")
 
 
 async def respond(error: APIError, send: Send, tei: bool = False) -> None:
