@@ -24,8 +24,10 @@ def is_static(model: ServedModel) -> bool:
 
 
 def vocabulary_size(model: ServedModel) -> int:
-    tokenizer: Any = model.tokenizer if is_static(model) else model.transformer.tokenizer  # type: ignore[attr-defined]
-    return int(tokenizer.get_vocab_size()) if is_static(model) else len(tokenizer)
+    """Token ids the model's tokenizer knows (``0`` to this, less one)."""
+    if is_static(model):
+        return int(model.tokenizer.get_vocab_size())  # type: ignore[attr-defined]
+    return len(model.transformer.tokenizer)  # type: ignore[attr-defined]
 
 
 def decode(model: ServedModel, rows: list[list[int]], skip_special_tokens: bool) -> list[str]:
