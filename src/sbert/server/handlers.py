@@ -167,7 +167,7 @@ async def rerank(request: Request) -> Response:
             raise APIError(
                 404,
                 f"model: {body.model!r} is not served here; {served.listing()}, "
-                f"and the cross-encoder {cross_encoder.name!r}",
+                f"and {cross_encoder.name!r} (cross-encoder)",
                 "model",
             )
         scores = await await_worker(
