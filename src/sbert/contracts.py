@@ -8,6 +8,7 @@ are encoded apart) and never as ``Any``. The trainer takes any :class:`Evaluator
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -58,3 +59,43 @@ class Evaluator(Protocol[ModelT]):
     """
 
     def __call__(self, model: ModelT) -> dict[str, float]: ...
+
+
+class ServedModel(Encoder, Protocol):
+    """What ``sbert serve`` asks of a model beyond :class:`Encoder`: its size, limits, engine and
+    prompts, and token ids to vectors (``collate`` and ``forward``). :class:`~sbert.SentenceEncoder`
+    and the static encoder are both one; what only some can do (a tokenizer's offsets, token
+    vectors) the server asks through ``sbert.server.abilities``."""
+
+    name: str
+    layers: Any
+    pooling: Any
+    prompts: Any  # sbert.prompts.Prompts
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def max_seq_length(self) -> int: ...
+
+    @property
+    def precision(self) -> str: ...
+
+    @property
+    def backend(self) -> str: ...
+
+    @property
+    def packs(self) -> bool: ...
+
+    @property
+    def plan(self) -> Any: ...  # sbert.inference.engines.EnginePlan
+
+    def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None: ...
+
+    def token_counts(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> list[int]: ...
+
+    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]: ...
+
+    def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor: ...

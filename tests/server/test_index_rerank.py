@@ -86,7 +86,9 @@ def test_tei_rerank_uses_the_cross_encoder_and_its_raw_logits(full_server, folde
     assert other.status_code == 404 and "(cross-encoder)" in other.json()["error"]["message"]
     too_long = {"query": "music", "texts": ["rain", " ".join(["music"] * 80)]}  # TEI: truncate false
     refused = httpx.post(f"{full_server.url}/rerank", json=too_long)
-    assert refused.status_code == 422  # TEI's status and error body for an input over the limit
+    assert (
+        refused.status_code == 413
+    )  # TEI's status (ErrorType::Validation) and error body for an input over the limit
     assert refused.json()["error_type"] == "Validation" and refused.json()["error"].startswith("texts[1]: ")
 
 

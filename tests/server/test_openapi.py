@@ -16,7 +16,8 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 from server_process import ServerProcess
 
-from sbert.server.openapi import OPERATIONS, build_spec
+from sbert.server.openapi import build_spec
+from sbert.server.routes import OPERATIONS
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the park", "rain"]
 LONG = " ".join(["music"] * 100)  # over the tiny model's 64 tokens
@@ -46,7 +47,8 @@ def test_the_document_is_valid_openapi_31_and_names_every_route(server: ServerPr
     body = spec["components"]["schemas"]["EmbeddingRequest"]
     assert body["additionalProperties"] is False and body["required"] == ["input"]
     assert body["properties"]["input"]["maxItems"] == 2048  # the server's --max-items
-    assert spec == build_spec(title="tiny-bert")  # the same document in process
+    assert spec == build_spec(title="tiny-bert", prompts=[])  # the same document in process
+    assert body["properties"]["prompt_name"]["anyOf"] == [{"type": "null"}]  # the model has no prompts
     validate(build_spec(api_key=True))
 
 
@@ -85,12 +87,12 @@ def test_real_answers_match_the_document(server: ServerProcess, spec) -> None:
         ("/rerank", {"query": "rain", "documents": []}, 422),
         # TEI's routes and bodies: TEI's error body
         ("/embed", {"inputs": []}, 400),
-        ("/embed", {"inputs": LONG}, 422),
-        ("/embed_all", {"inputs": ["a"] * 2049}, 422),
+        ("/embed", {"inputs": LONG}, 413),
+        ("/embed_all", {"inputs": ["a"] * 2049}, 413),
         ("/tokenize", {"inputs": 3}, 422),
         ("/decode", {"ids": [10**6]}, 422),
         ("/rerank", {"query": "rain", "texts": []}, 400),
-        ("/similarity", {"inputs": {"source_sentence": LONG, "sentences": ["a"]}}, 422),
+        ("/similarity", {"inputs": {"source_sentence": LONG, "sentences": ["a"]}}, 413),
     ]
     for path, body, status in errors:
         response = httpx.post(f"{url}{path}", json=body, timeout=30)

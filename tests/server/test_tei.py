@@ -42,20 +42,20 @@ def test_embed_as_tei_documents_it(server: ServerProcess, tiny_encoder: Sentence
     short = post(server, "/embed", {"inputs": TEXTS, "dimensions": 8}).json()
     np.testing.assert_allclose(short, unit(tiny_encoder.encode(TEXTS)[:, :8]), atol=1e-6)
     prompted = post(server, "/embed", {"inputs": "rain", "prompt_name": "nope"})
-    assert "prompt_name 'nope'" in tei_error(prompted, 422)
+    assert "prompt_name 'nope'" in tei_error(prompted, 413)
 
 
 def test_embed_refuses_long_inputs_unless_truncated_as_tei_does(
     server: ServerProcess, tiny_encoder: SentenceEncoder
 ) -> None:
     refused = post(server, "/embed", {"inputs": ["rain", LONG]})  # TEI's default: truncate false
-    assert tei_error(refused, 422).startswith("inputs[1]: 102 tokens, more than the model's limit of 64")
+    assert tei_error(refused, 413).startswith("inputs[1]: 102 tokens, more than the model's limit of 64")
     cut = post(server, "/embed", {"inputs": ["rain", LONG], "truncate": True}).json()
     np.testing.assert_allclose(cut[1], unit(tiny_encoder.encode(LONG)), atol=1e-6)
     left = post(
         server, "/embed", {"inputs": ["rain", LONG], "truncate": True, "truncation_direction": "Left"}
     )
-    message = tei_error(left, 422)
+    message = tei_error(left, 413)
     assert message.startswith("truncation_direction: Left is not supported") and "inputs[1]" in message
     short_left = post(server, "/embed", {"inputs": "rain", "truncation_direction": "left"})
     assert short_left.status_code == 200  # nothing to cut: the direction does not matter
@@ -75,7 +75,7 @@ def test_rerank_with_tei_body(server: ServerProcess, tiny_encoder: SentenceEncod
     )
     assert [rank["text"] for rank in with_text.json()] == [texts[rank["index"]] for rank in answer]
     long = post(server, "/rerank", {"query": "rain", "texts": ["sun", LONG]})
-    assert tei_error(long, 422).startswith("texts[1]: ")
+    assert tei_error(long, 413).startswith("texts[1]: ")
     empty = post(server, "/rerank", {"query": "rain", "texts": []})
     assert tei_error(empty, 400, "Empty") == "texts: must not be empty"  # TEI's 400 for an empty list
     cohere = post(server, "/rerank", {"query": "rain", "documents": ["sun"]}).json()
@@ -90,7 +90,7 @@ def test_similarity_with_tei_body(server: ServerProcess, tiny_encoder: SentenceE
     np.testing.assert_allclose(answer.json(), unit(vectors[1:]) @ unit(vectors[0]), atol=1e-6)
     long = {"inputs": {"source_sentence": "rain", "sentences": ["sun", LONG]}}
     refused = post(server, "/similarity", long)
-    assert tei_error(refused, 422).startswith("inputs.sentences[1]: 102 tokens")
+    assert tei_error(refused, 413).startswith("inputs.sentences[1]: 102 tokens")
     assert post(server, "/similarity", {**long, "parameters": {"truncate": True}}).status_code == 200
     bad = post(server, "/similarity", {"inputs": {"source_sentence": "rain", "sentences": [None]}})
     assert tei_error(bad, 422).startswith("inputs.sentences[0]: ")
@@ -107,7 +107,7 @@ def test_embed_all_gives_every_token_vector(server: ServerProcess, tiny_encoder:
     means = np.array([np.mean(tokens, axis=0) for tokens in answer])
     np.testing.assert_allclose(means, tiny_encoder.encode(TEXTS), atol=1e-5)
     refused = post(server, "/embed_all", {"inputs": ["rain", "sun", LONG]})
-    assert tei_error(refused, 422).startswith("inputs[2]: 102 tokens")
+    assert tei_error(refused, 413).startswith("inputs[2]: 102 tokens")
     cut = post(server, "/embed_all", {"inputs": LONG, "truncate": True}).json()
     assert len(cut[0]) == tiny_encoder.max_seq_length
 
@@ -127,7 +127,9 @@ def test_tokenize_and_decode(server: ServerProcess, tiny_encoder: SentenceEncode
     both = post(server, "/decode", {"ids": [ids, ids[:2]], "skip_special_tokens": False}).json()
     assert both == ["[CLS] a man plays the guitar [SEP]", "[CLS] a"]
     unknown = post(server, "/decode", {"ids": [[5], [5, 10**6]]})
-    assert tei_error(unknown, 422).startswith("ids[1][1]: 1000000 is not a token id of this model")
+    assert tei_error(unknown, 422, "Tokenizer").startswith(
+        "ids[1][1]: 1000000 is not a token id of this model"
+    )
     negative = post(server, "/decode", {"ids": [5, -1]})
     assert tei_error(negative, 422).startswith("ids[1]: ")
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
 from sbert.server.settings import BatchSettings, Limits, ServeOptions, default
@@ -17,11 +18,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
         help="serve embeddings, similarity, search and rerank over HTTP",
-        description="An OpenAI-compatible /v1/embeddings plus /similarity, /search, /rerank, /health, "
-        "/v1/models and /metrics, text-embeddings-inference's /embed, /embed_all, /tokenize, /decode "
-        "and /info, an OpenAPI document at /openapi.json and Swagger UI at /docs; concurrent requests "
-        "are batched together on one thread per model.",
+        description="An OpenAI-compatible /v1/embeddings (also /embeddings) plus /similarity, /search, "
+        "/rerank, /health, /v1/models and /metrics, text-embeddings-inference's /, /invocations, "
+        "/embed, /embed_all, /tokenize, /decode, /info and /ping, an OpenAPI document at /openapi.json "
+        "and Swagger UI at /docs; concurrent requests are batched together on one thread per model.",
     )
+    _add_server_arguments(parser)
+    _add_batching_arguments(parser)
+    parser.add_argument(
+        "--log-level", default=ServeOptions.log_level, choices=["debug", "info", "warning", "error"]
+    )
+    add_model_arguments(parser, several=True)
+    parser.set_defaults(handler=run)
+
+
+def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default=ServeOptions.host, help="address to bind (default 127.0.0.1: this machine only)"
     )
@@ -38,7 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"require 'Authorization: Bearer KEY' (default: ${API_KEY_ENV} if set, else no key)",
     )
     parser.add_argument(
-        "--served-model-name", default=None, help="model id in responses (default: the model's name)"
+        "--served-model-name",
+        default=[],
+        action="append",
+        metavar="[MODEL=]NAME",
+        help="a name requests may give a model (e.g. text-embedding-3-small); repeat it for more. "
+        "NAME alone names the first model, MODEL=NAME the one served as MODEL. Answers give the "
+        "model's --model NAME, else its first served name, else its own name; a model is "
+        "addressed by these names only",
     )
     parser.add_argument(
         "--max-concurrent-requests",
@@ -46,6 +64,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=ServeOptions.max_concurrent_requests,
         help="requests in flight before 429 (default %(default)s)",
     )
+    parser.add_argument(
+        "--max-items",
+        type=int,
+        default=Limits.max_items,
+        help="items of one request before 413 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=Limits.max_body_bytes,
+        help="request body size before 413 (default %(default)s)",
+    )
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=ServeOptions.drain_timeout,
+        help="seconds SIGTERM waits for requests in flight (default %(default)s)",
+    )
+
+
+def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-queued-items",
         type=int,
@@ -76,29 +115,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=default(BatchSettings, "batch_wait_ms"),
         help="under load, how long a batch waits for the clients just answered (default %(default)s; a lone one never waits)",
     )
-    parser.add_argument(
-        "--max-items",
-        type=int,
-        default=Limits.max_items,
-        help="items of one request before 413 (default %(default)s)",
-    )
-    parser.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=Limits.max_body_bytes,
-        help="request body size before 413 (default %(default)s)",
-    )
-    parser.add_argument(
-        "--drain-timeout",
-        type=float,
-        default=ServeOptions.drain_timeout,
-        help="seconds SIGTERM waits for requests in flight (default %(default)s)",
-    )
-    parser.add_argument(
-        "--log-level", default=ServeOptions.log_level, choices=["debug", "info", "warning", "error"]
-    )
-    add_model_arguments(parser, several=True)
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,36 +140,75 @@ def run(args: argparse.Namespace) -> int:
         batch_wait_ms=args.batch_wait_ms,
         pack=args.pack,
     )
-    models = {}
-    for spec in args.model or [None]:
-        name, path = model_spec(spec)
-        if name in models:
-            raise ValueError(f"--model: two models named {name!r}; give each its own name (NAME=PATH)")
-        models[name] = load_model(argparse.Namespace(**{**vars(args), "model": path}))
+    models = load_models(args)
     (first, model), *more = models.items()
-    named_first = bool(args.model) and "=" in args.model[0]  # else named as before: the model's name
     options = ServeOptions(
         host=args.host,
         port=args.port,
         api_key=args.api_key or os.environ.get(API_KEY_ENV) or None,
         index=args.index,
         cross_encoder=args.cross_encoder,
-        model_id=args.served_model_name or (first if named_first else None),
         max_concurrent_requests=args.max_concurrent_requests,
         batching=batching,
         limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
         drain_timeout=args.drain_timeout,
         log_level=args.log_level,
     )
+    names = {  # a model given by path alone, not renamed: its own name's last part
+        name: each or [Path(str(models[name].name)).name]
+        for name, each in served_names(args.model, list(models), args.served_model_name).items()
+    }
     print(
-        f"sbert serve: {model.name} ({model.precision}, {model.backend}"
+        f"sbert serve: {' = '.join(names[first])}: {model.name} ({model.precision}, {model.backend}"
         f"{', packed batches' if args.pack and model.packs else ''}) on http://{args.host}:{args.port}",
         file=sys.stderr,
         flush=True,
     )
     for name, other in more:
-        print(f"sbert serve: also {name}: {other.name} ({other.precision}, {other.backend})", file=sys.stderr)
-    return serve(model, options, dict(more))
+        print(
+            f"sbert serve: also {' = '.join(names[name])}: {other.name} ({other.precision}, {other.backend})",
+            file=sys.stderr,
+        )
+    return serve([(names[name], each) for name, each in models.items()], options)
+
+
+def load_models(args: argparse.Namespace) -> dict[str, Any]:
+    """Every ``--model`` loaded, by its name (``NAME=PATH``, else the path's last part)."""
+    models = {}
+    for spec in args.model or [None]:
+        name, path = model_spec(spec)
+        if name in models:
+            raise ValueError(f"--model: two models named {name!r}; give each its own name (NAME=PATH)")
+        models[name] = load_model(argparse.Namespace(**{**vars(args), "model": path}))
+    return models
+
+
+def served_names(specs: list[str] | None, models: list[str], given: list[str]) -> dict[str, list[str]]:
+    """Each model's served names, the one answers give first: its ``--model NAME``, then its
+    ``--served-model-name`` names (none for a model given by path alone and not renamed: it goes
+    by its own name).
+
+    Examples:
+        >>> served_names(["mini=m/minilm", "cls=m/cls"], ["mini", "cls"], ["text-embedding-3-small"])
+        {'mini': ['mini', 'text-embedding-3-small'], 'cls': ['cls']}
+        >>> served_names(["m/minilm"], ["minilm"], ["tiny", "minilm=small"])
+        {'minilm': ['tiny', 'small']}
+        >>> served_names(None, ["all-MiniLM-L6-v2"], [])
+        {'all-MiniLM-L6-v2': []}
+    """
+    named = {model_spec(spec)[0] for spec in specs or [] if "=" in spec}
+    names: dict[str, list[str]] = {model: [] for model in models}
+    for entry in given:
+        model, _, name = entry.rpartition("=")
+        if model and model not in names:
+            raise ValueError(
+                f"--served-model-name {entry}: no model is named {model!r} (models: {', '.join(names)})"
+            )
+        names[model or models[0]].append(name)
+    for model, each in names.items():
+        if model in named:
+            each.insert(0, model)
+    return {model: list(dict.fromkeys(each)) for model, each in names.items()}
 
 
 def model_spec(spec: str | None) -> tuple[str, str | None]:

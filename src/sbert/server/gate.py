@@ -15,10 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sbert.server.metrics import Metrics
-from sbert.server.openapi import OPEN_PATHS, OPERATIONS, TEI_PATHS
+from sbert.server.routes import OPERATIONS, TEI_PATHS, is_open
 from sbert.server.schemas import APIError
 
 ENDPOINTS = frozenset(op.path for op in OPERATIONS) | {"/openapi.json", "/docs"}
+# Routes with a path parameter, by the path before it: /metrics counts /v1/models/x as /v1/models/{model}.
+TEMPLATES = {op.path.split("{")[0]: op.path for op in OPERATIONS if op.path_params}
 DOCS_FILES = "/docs/static/"  # Swagger UI's files: a browser loads them without the key
 
 Scope = dict[str, Any]
@@ -32,7 +34,8 @@ class Gate:
     Args:
         app: The ASGI app behind the gate.
         metrics: Where request counts and latencies go.
-        api_key: Bearer token every request but ``/health`` must carry; ``None``: no key.
+        api_key: Bearer token every request but the health routes, the document and /docs must
+            carry (``routes.is_open``); ``None``: no key.
         max_concurrent: Requests served at once; more get 429.
         retry_after: Seconds to tell a refused client to wait.
     """
@@ -80,13 +83,17 @@ class Gate:
                 finally:
                     self.in_flight -= 1
         finally:  # a 500 re-raises after its answer went out (for the server's log): count it too
-            self.metrics.request(path if path in ENDPOINTS else "other", status, time.perf_counter() - start)
+            self.metrics.request(endpoint(path), status, time.perf_counter() - start)
 
     def _refusal(self, scope: Scope) -> APIError | None:
         if self.draining:
             return APIError(503, "the server is shutting down", headers={"connection": "close"})
         path = scope["path"]
-        if self._expected is not None and path not in OPEN_PATHS and not path.startswith(DOCS_FILES):
+        if (
+            self._expected is not None
+            and not is_open(scope["method"], path)
+            and not path.startswith(DOCS_FILES)
+        ):
             given = next((value for key, value in scope["headers"] if key == b"authorization"), b"")
             if not hmac.compare_digest(given, self._expected):  # constant time: no timing oracle
                 return APIError(
@@ -101,6 +108,18 @@ class Gate:
                 headers={"retry-after": str(self.retry_after())},
             )
         return None
+
+
+def endpoint(path: str) -> str:
+    """The route a request path is counted under in /metrics (``other``: none of the table's).
+
+    Examples:
+        >>> endpoint("/embed"), endpoint("/v1/models/org/name"), endpoint("/nothing")
+        ('/embed', '/v1/models/{model}', 'other')
+    """
+    if path in ENDPOINTS:
+        return path
+    return next((template for prefix, template in TEMPLATES.items() if path.startswith(prefix)), "other")
 
 
 async def respond(error: APIError, send: Send, tei: bool = False) -> None:

@@ -10,6 +10,7 @@ import json
 import logging
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -54,8 +55,9 @@ class DrainingServer(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def build_service(model: Any, options: ServeOptions) -> Service:
-    """The model's batcher, the index and the cross-encoder, all loaded and checked now."""
+def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) -> Service:
+    """The model's batcher, the index and the cross-encoder, all loaded and checked now; ``names``:
+    the names a request may give the model, the first the one answers give (none: its own name)."""
     index = None
     if options.index:
         from sbert.index import VectorIndex
@@ -74,8 +76,10 @@ def build_service(model: Any, options: ServeOptions) -> Service:
     # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
     parallel = _threads() if model.backend == "openvino" else 1
     batcher = Batcher(model, options.batching, parallel_batches=parallel)
-    model_id = options.model_id or Path(str(model.name)).name
-    return Service(model, batcher, model_id, options.limits, index, options.index, cross_encoder)
+    model_id, *aliases = names or [Path(str(model.name)).name]
+    return Service(
+        model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
+    )
 
 
 def load_cross_encoder(path: str) -> Any:
@@ -105,18 +109,17 @@ def load_cross_encoder(path: str) -> Any:
     return cross_encoder
 
 
-def serve(model: Any, options: ServeOptions, more: dict[str, Any] | None = None) -> int:
+def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) -> int:
     """Serve until SIGTERM (drained) or SIGINT; returns the exit status.
 
-    ``more``: further models by name, each with its own batcher (a request picks one by ``model``);
-    ``model`` is the default, and the one the index and the cross-encoder go with.
+    ``models``: each model with its served names (:meth:`Services.names`), each with its own batcher
+    (a request picks one by ``model``); the first is the default, and the one the index and the
+    cross-encoder go with.
     """
+    (names, model), *more = models
+    others = replace(options, index=None, cross_encoder=None)
     services = Services(
-        [build_service(model, options)]
-        + [
-            build_service(other, replace(options, index=None, cross_encoder=None, model_id=name))
-            for name, other in (more or {}).items()
-        ]
+        [build_service(model, options, names)] + [build_service(other, others, each) for each, other in more]
     )
     app = create_app(services, options.api_key, options.max_concurrent_requests)
     config = uvicorn.Config(

@@ -27,9 +27,23 @@ ERROR_TYPES = {
 }
 
 
-# text-embeddings-inference's ErrorType (router/src/lib.rs), written as serde writes it.
+# text-embeddings-inference's ErrorType (router/src/lib.rs), written as serde writes it, and the
+# status TEI gives each (``impl From<&ErrorType> for StatusCode`` in router/src/http/server.rs, read at
+# commit bc0fa321bfeb17126a9f0336835ec2b98d1946d1): Validation is 413, Tokenizer 422, Empty 400.
 TEIErrorType = Literal["Unhealthy", "Backend", "Overloaded", "Validation", "Tokenizer", "Empty"]
+TEI_STATUS: dict[TEIErrorType, int] = {
+    "Unhealthy": 503,
+    "Backend": 424,
+    "Overloaded": 429,
+    "Tokenizer": 422,
+    "Validation": 413,
+    "Empty": 400,
+}
 TEI_ERROR_TYPES: dict[int, TEIErrorType] = {429: "Overloaded", 503: "Unhealthy"}
+# What TEI validates itself (a list over its limit, an input over the model's, an unknown prompt):
+# its ErrorType::Validation, 413.
+TEI_VALIDATION: tuple[int, TEIErrorType] = (TEI_STATUS["Validation"], "Validation")
+TEI_BODY = "sbert.tei_body"  # set in a request's scope once /rerank or /similarity read TEI's body
 
 
 class APIError(Exception):
@@ -43,7 +57,8 @@ class APIError(Exception):
         code: A machine-readable reason where there is one (``input_too_long``).
         headers: Extra headers (``Retry-After``).
         tei: TEI's status and error type where they are not the default of ``status`` (see
-            :meth:`tei_status`): TEI answers 422 for a list over its limit, where sbert answers 413.
+            :meth:`tei_status`): TEI answers an unknown prompt name with 413 ``Validation``, where
+            sbert answers 422.
     """
 
     def __init__(
@@ -67,8 +82,8 @@ class APIError(Exception):
         Examples:
             >>> APIError(429, "busy").tei_status(), APIError(413, "body: too big").tei_status()
             ((429, 'Overloaded'), (413, 'Validation'))
-            >>> APIError(413, "inputs: 3 items", tei=(422, "Validation")).tei_status()
-            (422, 'Validation')
+            >>> APIError(422, "prompt_name: unknown", tei=TEI_VALIDATION).tei_status()
+            (413, 'Validation')
         """
         if self.tei is not None:
             return self.tei
@@ -103,6 +118,15 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+def _integral(value: Any) -> Any:
+    """``1.0`` as ``1``: JSON has one number type, and JSON Schema's ``integer`` takes ``1.0``."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# A whole number, written ``3`` or ``3.0`` (never ``"3"`` or ``true``: the models stay strict).
+Integer = Annotated[int, BeforeValidator(_integral)]
+
+
 Texts = Annotated[list[StrictStr], Field(min_length=1)]
 # The OpenAPI schema says what a client may send (a string or a list), not what it becomes.
 OneOrMoreTexts = Annotated[
@@ -110,6 +134,11 @@ OneOrMoreTexts = Annotated[
     BeforeValidator(_one_or_many, json_schema_input_type=str | list[str]),
     Field(min_length=1),
 ]
+
+
+def _one_row_or_many(value: Any) -> Any:
+    one = isinstance(value, list) and bool(value) and not isinstance(value[0], list)
+    return [value] if one else value
 
 
 class _Body(BaseModel):
@@ -123,10 +152,25 @@ class EmbeddingRequest(_Body):
     input: OneOrMoreTexts
     model: StrictStr | None = None
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: Annotated[int, Field(ge=1)] | None = None
+    dimensions: Annotated[Integer, Field(ge=1)] | None = None
     user: StrictStr | None = None
     truncate: bool = True
     prompt_name: StrictStr | None = None
+
+
+TokenIds = Annotated[list[Annotated[Integer, Field(ge=0)]], Field(min_length=1)]
+
+
+class EmbeddingIdsRequest(EmbeddingRequest):
+    """OpenAI's ``POST /v1/embeddings`` body with token ids for ``input`` (one list, or a list of
+    lists): each list is one input's tokens as the model's tokenizer gives them for the text,
+    without special tokens; the model adds its own (BERT's ``[CLS]`` and ``[SEP]``) as for text."""
+
+    input: Annotated[  # type: ignore[assignment]
+        list[TokenIds],
+        BeforeValidator(_one_row_or_many, json_schema_input_type=list[int] | list[list[int]]),
+        Field(min_length=1),
+    ]
 
 
 class SimilarityRequest(_Body):
@@ -143,19 +187,38 @@ class SearchRequest(_Body):
     """``POST /search``: the ``top_k`` nearest texts of the loaded index."""
 
     query: StrictStr
-    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
+    top_k: Annotated[Integer, Field(ge=1, le=1000)] = 10
     model: StrictStr | None = None
     truncate: bool = True
     prompt_name: StrictStr | None = None  # default: the model's query prompt
 
 
+class Document(_Body):
+    """A document as Cohere's and infinity's rerank take it: ``{"text": ...}``."""
+
+    text: StrictStr
+
+
+def _texts_of(value: Any) -> Any:
+    """``{"text": ...}`` documents as their text (anything else is left for the schema to refuse)."""
+    if not isinstance(value, list):
+        return value
+    return [item["text"] if isinstance(item, dict) and set(item) == {"text"} else item for item in value]
+
+
 class RerankRequest(_Body):
-    """``POST /rerank``: documents ordered by relevance to the query (Cohere's and Jina's shape)."""
+    """``POST /rerank``: documents ordered by relevance to the query (Cohere's, Jina's and infinity's
+    shape): each document a string or ``{"text": ...}``."""
 
     query: StrictStr
-    documents: Texts
-    top_n: Annotated[int, Field(ge=1)] | None = None
+    documents: Annotated[
+        list[StrictStr],
+        BeforeValidator(_texts_of, json_schema_input_type=list[str | Document]),
+        Field(min_length=1),
+    ]
+    top_n: Annotated[Integer, Field(ge=1)] | None = None
     return_documents: bool = True
+    raw_scores: bool = False  # the cross-encoder's logit rather than its sigmoid (infinity's field)
     model: StrictStr | None = None
     truncate: bool = True
 
@@ -173,7 +236,7 @@ class EmbedRequest(_Body):
     truncate: bool | None = False
     truncation_direction: Direction = "Right"
     prompt_name: StrictStr | None = None
-    dimensions: Annotated[int, Field(ge=1)] | None = None
+    dimensions: Annotated[Integer, Field(ge=1)] | None = None
 
 
 class EmbedAllRequest(_Body):
@@ -191,9 +254,6 @@ class TokenizeRequest(_Body):
     inputs: OneOrMoreTexts
     add_special_tokens: bool = True
     prompt_name: StrictStr | None = None
-
-
-TokenIds = Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 
 
 class DecodeRequest(_Body):
@@ -241,6 +301,14 @@ class TEISimilarityRequest(_Body):
 
 LIST_FIELDS = ("input", "sentences", "documents", "inputs", "texts", "ids")
 Body = TypeVar("Body", bound=_Body)
+
+
+def embedding_shape(data: dict[str, Any]) -> type[_Body]:
+    """``/v1/embeddings`` takes texts or token ids (a list whose first item is a number or a list)."""
+    given = data.get("input")
+    first = given[0] if isinstance(given, list) and given else None
+    ids = isinstance(first, (int, float, list)) and not isinstance(first, bool)
+    return EmbeddingIdsRequest if ids else EmbeddingRequest
 
 
 def rerank_shape(data: dict[str, Any]) -> type[_Body]:
@@ -300,7 +368,7 @@ def parse_body(
                 413,
                 f"{name}: {len(items)} items, more than the limit of {max_items} per request",
                 name,
-                tei=(422, "Validation"),  # TEI's "batch size > maximum allowed batch size"
+                tei=TEI_VALIDATION,  # TEI's "batch size > maximum allowed batch size"
             )
     try:
         return model.model_validate(data)  # type: ignore[return-value]
@@ -326,7 +394,8 @@ def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIErro
         message = (
             f"{param}: {first['msg'].replace('Input should', 'should')}, got {_json_type(first['input'])}"
         )
-    # TEI tells an empty list (``inputs: []``) apart: 400, "Empty"; every other bad field is a 422.
+    # TEI tells an empty list (``inputs: []``) apart: 400, "Empty"; a body its JSON extractor cannot
+    # read into its request struct is axum's 422 (in plain text there; TEI's shape here).
     tei: tuple[int, TEIErrorType] = (400, "Empty") if kind == "too_short" else (422, "Validation")
     return APIError(422, message, param or "body", kind, tei=tei)
 

@@ -6,20 +6,26 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any
 
 from starlette.requests import Request
 
+from sbert.contracts import ServedModel
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
-from sbert.server.schemas import APIError
+from sbert.server.schemas import TEI_VALIDATION, APIError
 from sbert.server.settings import Limits
 
 
 @dataclass
 class Service:
-    """What the endpoints serve: the model (through its batcher), optional index and cross-encoder."""
+    """What the endpoints serve: the model (through its batcher), optional index and cross-encoder.
 
-    model: Any  # SentenceEncoder, used only on the batcher's thread
+    ``model_id`` is the name answers give; ``aliases`` are further names a request may use for the
+    model (``--served-model-name``, e.g. ``text-embedding-3-small``).
+    """
+
+    model: ServedModel  # used only on the batcher's thread
     batcher: Batcher
     model_id: str
     limits: Limits = field(default_factory=Limits)
@@ -28,6 +34,12 @@ class Service:
     cross_encoder: Any = None  # CrossEncoder
     created: int = field(default_factory=lambda: int(time.time()))
     max_concurrent: int = 512  # requests in flight before 429 (set by create_app)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        """Every name a request may give this model: ``model_id`` first, then the aliases."""
+        return [self.model_id, *(alias for alias in self.aliases if alias != self.model_id)]
 
     async def embed(
         self, texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
@@ -40,7 +52,7 @@ class Service:
         try:
             text = self.model.query_prompt(prompt_name) if query else self.model.prompts.resolve(prompt_name)
         except ValueError as error:
-            raise APIError(422, str(error), "prompt_name") from None
+            raise APIError(422, str(error), "prompt_name", tei=TEI_VALIDATION) from None
         return text or ""
 
 
@@ -80,7 +92,7 @@ async def await_worker(
             "(send truncate: true to cut it)",
             param,
             "input_too_long",
-            tei=(422, "Validation"),  # TEI: "`inputs` must have less than 512 tokens"
+            tei=TEI_VALIDATION,  # TEI: "`inputs` must have less than 512 tokens"
         ) from None
     except APIError:  # a refusal decided on the worker thread (tei.refuse_left)
         raise
@@ -99,7 +111,9 @@ class ModelFailed(RuntimeError):
 
 class Services:
     """The served models by name, each with its own batcher; the first is the default (a request
-    without ``model``, and TEI's routes, which name none).
+    without ``model``, and TEI's routes, which name none). A model is addressed by its served names
+    only (:attr:`Service.names`), and :attr:`names` lists them all: /v1/models, /health, the
+    start-up line and every 404 read it.
 
     Not run by the tests: it needs two loaded model services (tests/server/test_models.py serves two
     models from a real server process).
@@ -113,17 +127,15 @@ class Services:
     def __init__(self, services: list[Service]) -> None:
         if not services:
             raise ValueError("a server needs at least one model")
-        names = [service.model_id for service in services]
-        repeated = sorted({name for name in names if names.count(name) > 1})
+        self.names = [name for service in services for name in service.names]
+        repeated = sorted({name for name in self.names if self.names.count(name) > 1})
         if repeated:
             raise ValueError(
                 f"two models served as {repeated[0]!r}: give each its own name (--model NAME=PATH)"
             )
         self.all = services
         self.default = services[0]
-        self.by_name = {service.model_id: service for service in services}
-        for service in services:  # the model's own name too, unless another model is served as it
-            self.by_name.setdefault(str(service.model.name), service)
+        self.by_name = {name: service for service in services for name in service.names}
 
     def pick(self, name: str | None) -> Service:
         """The model a request names (``None``: the default); another name is a 404 listing them."""
@@ -131,10 +143,31 @@ class Services:
             return self.default
         service = self.by_name.get(name)
         if service is None:
-            served = ", ".join(repr(s.model_id) for s in self.all)
-            raise APIError(404, f"model: {name!r} is not served here; this server runs {served}", "model")
+            raise APIError(404, f"model: {name!r} is not served here; {self.listing()}", "model")
         return service
+
+    def listing(self) -> str:
+        """``this server runs 'mini' (also 'text-embedding-3-small'), 'cls'``: every served name."""
+        each = [
+            repr(s.model_id) + (f" (also {', '.join(map(repr, s.names[1:]))})" if s.names[1:] else "")
+            for s in self.all
+        ]
+        return f"this server runs {', '.join(each)}"
 
     @property
     def queued_items(self) -> int:
         return sum(service.batcher.queued_items for service in self.all)
+
+
+def version() -> str:
+    """sbert's version (``0.0.0`` run from a source tree)."""
+    try:
+        return metadata.version("sbert")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def services_of(request: Request) -> Services:
+    """The served models of the app that got ``request`` (``create_app`` puts them in its state)."""
+    services: Services = request.app.state.services
+    return services

@@ -53,7 +53,6 @@ class ServeOptions:
     api_key: str | None = None
     index: str | None = None
     cross_encoder: str | None = None
-    model_id: str | None = None
     max_concurrent_requests: int = 512
     batching: BatchSettings = field(default_factory=BatchSettings)
     limits: Limits = field(default_factory=Limits)
