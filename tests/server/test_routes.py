@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from sbert.applications.index import VectorIndex
 from server_process import ServerProcess
 from tests.conftest import build_tiny_bert
 
 from sbert import SentenceEncoder
+from sbert.index import VectorIndex
 from sbert.static import StaticEncoder
 
 TEXTS = ["a man plays the guitar", "the dog runs in the park", "rain"]
