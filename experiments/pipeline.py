@@ -16,11 +16,20 @@ from experiments.report import build_results, render_markdown
 from experiments.runner import CellOutcome, run_cells
 from experiments.scale import Scale
 from sbert.files import write_text_atomic
+from sbert.outputs import OutputKind, claiming
 
 REPORT_FILE = "REPORT.md"
 RESULTS_FILE = "results.json"
 
 
+# A report folder is written in place, file by file: other files there are left alone.
+REPORT = OutputKind(
+    "report",
+    recognise=lambda folder: any((folder / name).exists() for name in (RESULTS_FILE, REPORT_FILE, ".work")),
+)
+
+
+@claiming("output", REPORT)
 def reproduce(
     output: str | Path,
     scale: Scale,

@@ -5,6 +5,8 @@ directory is built beside its target (:func:`staging_dir`) and swapped with it i
 (:func:`replace_dir`; Linux ``renameat2(RENAME_EXCHANGE)``), so a crash at any moment leaves the old
 or the new directory at the path, never neither.
 
+A symbolic link is followed: its target is replaced and the link stays.
+
 Temporary names carry the writer's process id, ``.{name}.{pid}.{8 random}.tmp``: the next write of
 the same target removes what a killed writer left, and never what a live one is still writing.
 A new file or directory gets the usual permissions (0666 or 0777 less the umask); one that replaces
@@ -45,7 +47,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         >>> np.load(target).shape
         (3,)
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path))  # a link's target is replaced; the link stays
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     fd, name = tempfile.mkstemp(prefix=_temporary_prefix(path), suffix=".tmp", dir=path.parent)
@@ -78,7 +80,7 @@ def staging_dir(target: str | Path) -> Path:
         >>> (target / "data.txt").read_text()
         'new'
     """
-    target = Path(target)
+    target = Path(os.path.realpath(target))  # beside a link's target, which replace_dir replaces
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(target)
     return Path(tempfile.mkdtemp(prefix=_temporary_prefix(target), suffix=".tmp", dir=target.parent))
@@ -92,7 +94,7 @@ def replace_dir(new: Path, target: Path) -> None:
     without ``RENAME_EXCHANGE``), it falls back to two renames, with an instant between them at
     which ``target`` is missing.
     """
-    new, target = Path(new), Path(target)
+    new, target = Path(new), Path(os.path.realpath(target))  # a link stays, pointing at the new copy
     os.chmod(new, _mode_for(target, 0o777))
     if not os.path.lexists(target):
         os.replace(new, target)

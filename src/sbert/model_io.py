@@ -22,6 +22,7 @@ from torch import nn
 from sbert import __version__
 from sbert.errors import ModelLoadError
 from sbert.files import replace_dir, staging_dir
+from sbert.model_checks import check_pooling_config, check_sentence_bert_config
 from sbert.modules import Dense, Normalize, Pooling, Transformer
 from sbert.prompts import Prompts
 
@@ -65,6 +66,7 @@ def load_modules(
         folder = path / entry["path"]
         if kind == "Transformer":
             settings = _optional_json(folder / "sentence_bert_config.json")
+            check_sentence_bert_config(settings, folder)
             transformer = Transformer.load(
                 folder,
                 max_seq_length=max_seq_length or settings.get("max_seq_length"),
@@ -72,7 +74,9 @@ def load_modules(
             )
         elif kind == "Pooling":
             pooling_file = folder / "config.json"
-            pooler = Pooling.from_config(read_json(pooling_file), source=str(pooling_file))
+            pooler = Pooling.from_config(
+                check_pooling_config(read_json(pooling_file), pooling_file), str(pooling_file)
+            )
             if pooling is not None:
                 pooler = Pooling(pooler.dim, pooling, include_prompt=pooler.include_prompt)
         elif kind == "Dense":

@@ -121,14 +121,22 @@ def run(args: argparse.Namespace) -> int:
         )
     if kind == "store":
         return _run_store(args)
+    if kind == "stdout":
+        return _encode(args, kind, None)
+    from sbert.outputs import FILE, claim_output
+
+    check_writable(args.output)
+    with claim_output(args.output, FILE) as target:  # a link's target is written; the link stays
+        return _encode(args, kind, target)
+
+
+def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
     import numpy as np
 
     from sbert.data.texts import read_texts
     from sbert.files import atomic_path
     from sbert.truncation import check_dimensions, truncate_embeddings
 
-    if kind != "stdout":
-        check_writable(args.output)
     texts = read_texts(args.input, args.format, args.column, skip_bad_lines=args.skip_bad_lines)
     model = load_model(args)
     if args.dimensions is not None:
@@ -147,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
     if kind == "stdout":
         _write_jsonl(sys.stdout, texts, vectors)
         return 0
-    with atomic_path(args.output) as tmp:
+    assert target is not None
+    with atomic_path(target) as tmp:
         if kind == "npy":
             with tmp.open("wb") as handle:
                 np.save(handle, vectors)
@@ -159,6 +168,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_store(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
+    from sbert.outputs import claim_output
+    from sbert.store.manifest import STORE
+
+    # the rule and the lock are for local paths; a URI is checked by existing_store alone
+    with nullcontext() if "://" in args.output else claim_output(args.output, STORE):
+        return _encode_store(args)
+
+
+def _encode_store(args: argparse.Namespace) -> int:
     from sbert.store import CorpusOptions, encode_corpus
     from sbert.store.manifest import resolve_location
     from sbert.store.writer import existing_store

@@ -82,12 +82,18 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from sbert.index.files import INDEX
+    from sbert.outputs import claim_output
+
+    with claim_output(args.output, INDEX):  # before any encoding: a wrong --output costs nothing
+        return _build(args)
+
+
+def _build(args: argparse.Namespace) -> int:
     from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
     from sbert.index import VectorIndex, parse_bytes
-    from sbert.index.files import check_output
 
     start = time.perf_counter()
-    check_output(Path(args.output))  # before any encoding: a wrong --output costs nothing
     max_memory = parse_bytes(args.max_memory) if args.max_memory else None
     rescore = None if args.rescore == "none" else args.rescore
     if args.store:

@@ -103,12 +103,20 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.data.training_files import check_training_output
+    from sbert.outputs import FILE, claim_output
+
+    check_training_output(args.output)  # before any encoding: a wrong --output costs nothing
+    with claim_output(args.output, FILE):
+        return _mine(args)
+
+
+def _mine(args: argparse.Namespace) -> int:
     from sbert.applications.hard_negatives import MiningOptions, mine_hard_negatives
     from sbert.applications.mined import check_mined_output, write_mined
     from sbert.data.texts import read_texts
-    from sbert.data.training_files import check_training_output, read_anchor_positive_pairs
+    from sbert.data.training_files import read_anchor_positive_pairs
 
-    check_training_output(args.output)  # before any encoding: a wrong --output costs nothing
     check_mined_output(args.output, args.output_format)
     if args.index and (args.corpus or args.index_kind != "exact"):
         raise ValueError("--index is the corpus: give --index, or --corpus and --index-kind, not both")

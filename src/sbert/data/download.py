@@ -51,6 +51,7 @@ from sbert.data.sources import (  # noqa: F401 (the table is part of this module
     Source,
 )
 from sbert.files import atomic_path
+from sbert.outputs import OutputKind, claiming
 
 logger = logging.getLogger("sbert")
 
@@ -73,6 +74,17 @@ def outputs(source: Source) -> list[str]:
     return list(source.members) if source.convert else list(source.members.values())
 
 
+def _is_data_dir(folder: Path) -> bool:
+    """Checksums, an unfinished download, or a data set's folder (one written by hand counts too)."""
+    names = {SUMS_FILE, ".downloads"} | {path.split("/")[0] for source in SOURCES for path in outputs(source)}
+    return any((folder / name).exists() for name in names)
+
+
+# Written in place, file by file: whatever else the data directory holds is left alone.
+DATA_DIR = OutputKind("data directory", recognise=_is_data_dir)
+
+
+@claiming("data_dir", DATA_DIR)
 def download(
     data_dir: str | Path,
     datasets: tuple[str, ...] | list[str] = DEFAULT_DATASETS,
@@ -82,7 +94,8 @@ def download(
     """Fetch ``datasets`` into ``data_dir``; returns the paths written. Sources already in place are skipped.
 
     Args:
-        data_dir: The data directory (created if missing).
+        data_dir: The data directory (created if missing; a folder of other files is refused, see
+            :mod:`sbert.outputs`).
         datasets: Names from :data:`DATASETS` (default: :data:`DEFAULT_DATASETS`, the paper's; BEIR's
             ``SciFact`` and ``NFCorpus`` only when named).
         mirror: Base URL holding every file under its base name (default: ``$SBERT_DATA_MIRROR``,

@@ -31,6 +31,7 @@ from sbert.index.files import IDS_FILE, RESCORE_FILE
 from sbert.index.kinds import choose_kind
 from sbert.index.rescoring import RescoreWriter
 from sbert.index.vector_index import VectorIndex
+from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges, dequantize_embeddings
 from sbert.truncation import check_dimensions, truncate_embeddings
 
@@ -153,6 +154,7 @@ class TruncatedSource:
         return truncate_embeddings(self.source.sample(positions), self.dimensions)
 
 
+@claiming("output", files.INDEX)
 def build_index(
     source: VectorSource,
     output: str | Path,
@@ -197,7 +199,6 @@ def build_index(
     count, dim, output = len(source), source.dim, Path(output)
     if count == 0:
         raise ValueError("the source holds no vectors: there is nothing to index")
-    files.check_output(output)
     choice = choose_kind(count, dim, max_memory) if kind == "auto" else None
     index = VectorIndex(dim, choice.kind if choice else kind, metric, None, params, identity, rescore, count)
     index.texts, index.store_path = None, str(Path(store_path).resolve()) if store_path else None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from sbert.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
 
 if TYPE_CHECKING:
     from sbert.identity import ModelIdentity
+from sbert.outputs import OutputKind, read_json
 
 FORMAT_VERSION = 2
 FAISS_FILE, IDS_FILE, CORPUS_FILE, MANIFEST_FILE = "index.faiss", "ids.npy", "corpus.jsonl", "manifest.json"
@@ -89,29 +89,14 @@ def file_record(path: Path) -> dict[str, Any]:
     return {"bytes": path.stat().st_size, "sha256": sha256(path)}
 
 
-def check_output(path: Path) -> None:
-    """Refuse to write an index over anything but an sbert index (replaced) or an empty folder.
-
-    Checked before any work starts, so a mistyped ``--output`` never costs a build or a user's files.
-    """
-    if path.is_dir():
-        entries = sorted(entry.name for entry in path.iterdir())
-        if not entries or _is_index(path / MANIFEST_FILE):
-            return
-        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-        raise FileExistsError(
-            f"{path} holds files that are not an sbert index ({shown}); refusing to replace it: "
-            "choose another output directory"
-        )
-    if os.path.lexists(path):
-        raise FileExistsError(f"{path} exists and is not a directory; refusing to replace it with an index")
+def _is_index(folder: Path) -> bool:
+    manifest = read_json(folder / MANIFEST_FILE)
+    return isinstance(manifest, dict) and manifest.get("format") == "sbert-index"
 
 
-def _is_index(manifest: Path) -> bool:
-    try:
-        return json.loads(manifest.read_text(encoding="utf-8")).get("format") == "sbert-index"
-    except (OSError, ValueError, AttributeError):
-        return False
+INDEX_FILES = frozenset({FAISS_FILE, IDS_FILE, CORPUS_FILE, RESCORE_FILE, MANIFEST_FILE})
+# An index is swapped in whole: a rebuild refuses a folder holding files of the user's.
+INDEX = OutputKind("index", recognise=_is_index, owns=lambda folder, name: name in INDEX_FILES)
 
 
 def read_ids(path: Path, manifest: dict[str, Any]) -> np.ndarray:

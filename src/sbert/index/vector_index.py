@@ -31,6 +31,7 @@ from sbert.index.kinds import (
     make_faiss_index,
 )
 from sbert.index.rescoring import RescoreVectors, rescore
+from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges
 from sbert.similarity import ArrayLike
 from sbert.truncation import truncate_embeddings
@@ -311,10 +312,10 @@ class VectorIndex:
             else np.empty((0, self.dim), dtype=np.float32)
         )
 
+    @claiming("path", files.INDEX)
     def save(self, path: str | Path) -> None:
-        """Write the index directory atomically (temporary directory, then rename)."""
+        """Write the index directory atomically (temporary directory, then rename); see :mod:`sbert.outputs`."""
         path = Path(path)
-        files.check_output(path)
         staging = staging_dir(path)
         try:
             with (staging / IDS_FILE).open("wb") as handle:

@@ -15,6 +15,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from transformers.utils import logging as hf_logging
 
 from sbert.errors import ModelLoadError
+from sbert.model_checks import check_loading_info, check_max_seq_length, check_tokenizer, position_limit
 
 
 @dataclass
@@ -74,11 +75,20 @@ class Transformer(nn.Module):
         except Exception as error:  # broken JSON, unknown model type
             raise ModelLoadError(f"{config_file}: cannot be read: {error}") from error
         try:
-            with quiet_transformers():
-                model = AutoModel.from_pretrained(path, config=config, use_safetensors=True)
+            with quiet_transformers():  # its load report is silenced: check_loading_info names the weights
+                model, info = AutoModel.from_pretrained(
+                    path,
+                    config=config,
+                    use_safetensors=True,
+                    output_loading_info=True,
+                    ignore_mismatched_sizes=True,
+                )
         except Exception as error:  # truncated or corrupt safetensors
             raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
+        check_loading_info(weights, info)
+        check_max_seq_length(max_seq_length, position_limit(config), str(path))
         tokenizer = load_fast_tokenizer(path)
+        check_tokenizer(path, tokenizer, model.get_input_embeddings().num_embeddings)
         return cls(model, tokenizer, max_seq_length=max_seq_length, do_lower_case=do_lower_case)
 
     @property

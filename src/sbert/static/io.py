@@ -21,6 +21,7 @@ from tokenizers import Tokenizer
 from sbert import __version__
 from sbert.errors import ModelLoadError
 from sbert.files import replace_dir, staging_dir
+from sbert.model_checks import check_finite_table, check_max_seq_length
 from sbert.model_io import _module_entries, load_prompts, read_json
 from sbert.static.encoder import StaticEncoder
 
@@ -57,12 +58,14 @@ def load_static(path: Path, name: str, max_seq_length: int | None = None) -> Sta
     except Exception as error:
         raise ModelLoadError(f"{tokenizer_file}: cannot be read as a tokenizer: {error}") from error
     weights = _table(folder / "model.safetensors")
+    check_finite_table(weights, folder / "model.safetensors", tokenizer)
     if weights.shape[0] < tokenizer.get_vocab_size():
         raise ModelLoadError(
             f"{folder / 'model.safetensors'}: {weights.shape[0]} token vectors for a vocabulary of "
             f"{tokenizer.get_vocab_size()} tokens"
         )
     limit = max_seq_length or (tokenizer.truncation or {}).get("max_length")
+    check_max_seq_length(limit, None, str(path))
     model = StaticEncoder(tokenizer, weights, max_seq_length=limit, normalize=normalize, name=name)
     model.prompts = load_prompts(path)
     return model

@@ -16,6 +16,7 @@ from typing import Any
 from sbert.data.texts import read_texts
 from sbert.encoder import SentenceEncoder
 from sbert.identity import model_identity
+from sbert.outputs import MODEL, claiming
 from sbert.static.distill import check_dimensions, distill_table
 from sbert.static.encoder import StaticEncoder
 from sbert.static.fit import FitConfig, fit_table
@@ -23,6 +24,7 @@ from sbert.static.fit import FitConfig, fit_table
 RECORD_FILE = "distill.json"
 
 
+@claiming("output", MODEL)
 def distill_static(
     teacher: str | Path | SentenceEncoder | None,
     output: str | Path,
@@ -36,7 +38,8 @@ def distill_static(
     Args:
         teacher: A model name or directory (``None``: the bundled model), or a loaded encoder.
         output: The directory to write (sentence-transformers' ``StaticEmbedding`` layout, plus
-            ``distill.json``: teacher, settings, sentences, loss, time).
+            ``distill.json``: teacher, settings, sentences, loss, time): a new path, an empty folder
+            or a model, checked before any work (see :mod:`sbert.outputs`).
         dimensions: Size of the token vectors (PCA of the teacher's), 2 to the teacher's size.
         corpus: Text files (one sentence a line, or JSONL/CSV/Parquet with a ``text`` column) to fit
             the table on; none: the distilled table as it is.
@@ -47,6 +50,7 @@ def distill_static(
     after a crash continues there; the folder is removed once the model is saved.
 
     Raises:
+        OutputRefusedError: ``output`` holds files that are not a model's (named, untouched).
         ModelLoadError: the teacher cannot be loaded.
         ValueError: dimensions out of range, or a corpus file that is empty or not UTF-8 (named).
 

@@ -24,8 +24,9 @@ from tqdm.auto import tqdm
 from sbert.data.errors import BadLines
 from sbert.data.texts import STDIN, fingerprint_input, iter_texts, resolve_format
 from sbert.identity import ModelIdentity, check_same_model, model_identity
+from sbert.outputs import claiming
 from sbert.quantization import QuantizationRanges, quantize_embeddings
-from sbert.store.manifest import MANIFEST, STORE_DTYPES, StoreError
+from sbert.store.manifest import MANIFEST, STORE, STORE_DTYPES, StoreError
 from sbert.store.reader import EmbeddingStore
 from sbert.store.writer import ShardWriter, StoreWriter, input_digest
 
@@ -111,6 +112,7 @@ class CorpusOptions:
                 raise ValueError(f"{name} must be at least 1, got {value}")
 
 
+@claiming("output", STORE)
 def encode_corpus(
     model: SentenceEncoder,
     source: str | Path | Iterable[str],

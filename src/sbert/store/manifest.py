@@ -14,9 +14,23 @@ from typing import Any
 
 from pyarrow import fs as pafs
 
+from sbert.outputs import OutputKind, read_json
+
 FORMAT = "sbert-embedding-store"
 VERSION = 1
 MANIFEST = "manifest.json"
+
+
+def _is_store(folder: Any) -> bool:
+    """A store's manifest, or a damaged one (left to :func:`read_manifest` to explain)."""
+    if not (folder / MANIFEST).is_file():
+        return False
+    manifest = read_json(folder / MANIFEST)
+    return manifest is None or (isinstance(manifest, dict) and manifest.get("format") == FORMAT)
+
+
+# A store is written in place, shard by shard: files of the user's in its folder are left alone.
+STORE = OutputKind("store", recognise=_is_store)
 STORE_DTYPES = ("float32", "float16", "int8")
 
 # Fields that must match for a run to continue a store; a difference is named in the refusal.

@@ -66,7 +66,13 @@ from sbert.options import (
 )
 from sbert.static import StaticEncoder
 from sbert.training.config import TrainingConfig
-from sbert.training.trainer import CHECKPOINT_DIR, Trainer, TrainingResult, seed_everything
+from sbert.training.trainer import (
+    CHECKPOINT_DIR,
+    Trainer,
+    TrainingResult,
+    claim_training_output,
+    seed_everything,
+)
 
 logger = logging.getLogger("sbert")
 
@@ -152,7 +158,11 @@ def train_recipe(config: RecipeConfig) -> TrainingResult:
         TrainingDivergedError: The loss stopped being finite.
         FileNotFoundError, ValueError: Missing data or a bad training file (named, with its line).
     """
-    output = Path(config.output)
+    with claim_training_output(config.output) as output:  # before any model loads
+        return _train_recipe(config, output)
+
+
+def _train_recipe(config: RecipeConfig, output: Path) -> TrainingResult:
     if config.recipe == "cross-stsb":
         return _train_cross_encoder(config, output)
     if config.recipe != "nli-stsb":

@@ -29,6 +29,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
@@ -54,6 +55,7 @@ from sbert.distributed import (
 )
 from sbert.files import staging_dir
 from sbert.model_io import replace_dir
+from sbert.outputs import MODEL, OutputKind, claim_output
 from sbert.training.autocast import training_autocast
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
@@ -69,6 +71,27 @@ logger = logging.getLogger("sbert")
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "training_log.jsonl"
 PLOT_FILE = "training_curve.png"
+
+
+def _is_training_output(folder: Path) -> bool:
+    """A folder a training run writes: a model, its log, checkpoint or scores; a two-stage recipe's
+    folder may hold only its first stage (``nli/``) so far."""
+    markers = (LOG_FILE, CHECKPOINT_DIR, "results.json", "config.json")
+    if MODEL.recognise(folder) or any((folder / name).exists() for name in markers):
+        return True
+    return (folder / "nli").is_dir() and _is_training_output(folder / "nli")
+
+
+# A run writes its folder in place, entry by entry: files of the user's there are left alone.
+TRAINING = OutputKind("training run", recognise=_is_training_output)
+
+
+def claim_training_output(output: str | Path) -> AbstractContextManager[Path]:
+    """:func:`~sbert.outputs.claim_output` for a training run, by the main process only (the others
+    of a distributed run write into the same folder)."""
+    if os.environ.get("RANK", "0") != "0":
+        return nullcontext(Path(output))
+    return claim_output(output, TRAINING)
 
 
 class Trainer:
@@ -154,7 +177,12 @@ class Trainer:
             TrainingDivergedError: the loss became NaN or infinite, or the weights exploded (the last
                 checkpoint, a good one, is kept).
             FileNotFoundError: ``resume`` without a checkpoint in ``output_dir``.
+            OutputRefusedError: ``output_dir`` holds files but no training run (see :mod:`sbert.outputs`).
         """
+        with claim_training_output(self.output_dir):
+            return self._train(resume)
+
+    def _train(self, resume: bool) -> TrainingResult:
         config = self.config
         started = time.perf_counter()
         seed_everything(config.seed)

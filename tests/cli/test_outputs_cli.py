@@ -1,0 +1,231 @@
+"""Commands that write, run as real processes against real folders: the output rule of sbert.outputs.
+
+Each case of issue 38: a user's file beside an artifact, a folder of the user's, a file where a
+folder goes, a symlink, two writers at once, and a full disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("faiss")
+
+REPO = Path(__file__).resolve().parents[2]
+SENTENCES = ["a man plays guitar", "the dog runs in the park", "a cat eats food", "the rocket is in space"]
+# runs `sbert` with one write failing as on a full disk
+DISK_FULL = """
+import errno, sys
+import {module} as target
+def full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+target.{function} = full
+from sbert.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
+
+
+def sbert(*args: str | Path, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = (
+        [sys.executable, "-c", code, *map(str, args)]
+        if code
+        else [sys.executable, "-m", "sbert", *map(str, args)]
+    )
+    return subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    return path
+
+
+def index_build(corpus: Path, output: Path, model: Path) -> subprocess.CompletedProcess[str]:
+    return sbert("index", "build", "--corpus", corpus, "-o", output, "-m", model, "--kind", "flat")
+
+
+def count(index: Path) -> int:
+    return int(json.loads((index / "manifest.json").read_text())["count"])
+
+
+def test_index_rebuild_refuses_a_users_file_in_it_and_keeps_both(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    assert index_build(corpus, tmp_path / "idx", tiny_model_dir).returncode == 0
+    (tmp_path / "idx" / "notes.txt").write_text("mine")
+    run = index_build(corpus, tmp_path / "idx", tiny_model_dir)
+    assert run.returncode == 1
+    assert f"{tmp_path / 'idx'}: refusing to replace it" in run.stderr and "notes.txt" in run.stderr
+    assert (tmp_path / "idx" / "notes.txt").read_text() == "mine"
+    assert count(tmp_path / "idx") == len(SENTENCES)
+
+
+def test_index_build_through_a_symlink_replaces_its_target_and_keeps_the_link(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    assert index_build(corpus, tmp_path / "real", tiny_model_dir).returncode == 0
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    corpus.write_text("\n".join(SENTENCES[:2]) + "\n", encoding="utf-8")
+    assert index_build(corpus, tmp_path / "link", tiny_model_dir).returncode == 0
+    assert (tmp_path / "link").is_symlink()
+    assert count(tmp_path / "real") == 2
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.txt", "link", "real"]  # no .tmp
+
+
+def test_a_second_writer_of_either_kind_is_refused_with_the_first_ones_pid(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    output = tmp_path / "out"
+    first = subprocess.Popen(  # holds the output while it waits for its sentences on stdin
+        [sys.executable, "-m", "sbert", "encode", "-", "-o", f"{output}/", "-m", str(tiny_model_dir)],
+        env=environment(),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / ".out.lock").exists():
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        for second in (
+            sbert("encode", corpus, "-o", f"{output}/", "-m", tiny_model_dir),
+            index_build(corpus, output, tiny_model_dir),
+        ):
+            assert second.returncode == 1
+            assert f"{output}: in use by pid {first.pid}" in second.stderr
+        _, errors = first.communicate("\n".join(SENTENCES) + "\n", timeout=120)
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    assert first.returncode == 0, errors
+    assert json.loads((output / "manifest.json").read_text())["rows"] == len(SENTENCES)
+    assert not (tmp_path / ".out.lock").exists()
+
+
+def test_a_full_disk_during_an_index_rebuild_names_the_index_and_keeps_the_old_one(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    assert index_build(corpus, tmp_path / "idx", tiny_model_dir).returncode == 0
+    code = DISK_FULL.format(module="sbert.applications.index.files", function="write_texts")
+    run = sbert(
+        "index",
+        "build",
+        "--corpus",
+        corpus,
+        "-o",
+        tmp_path / "idx",
+        "-m",
+        tiny_model_dir,
+        "--kind",
+        "flat",
+        code=code,
+    )
+    assert run.returncode == 1
+    assert f"no space left on device while writing index {tmp_path / 'idx'}" in run.stderr
+    assert count(tmp_path / "idx") == len(SENTENCES)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.txt", "idx"]
+
+
+def test_encode_to_a_file_refuses_a_folder_and_writes_through_a_symlink(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    (tmp_path / "real.npy").write_bytes(b"old")
+    (tmp_path / "link.npy").symlink_to(tmp_path / "real.npy")
+    assert sbert("encode", corpus, "-o", tmp_path / "link.npy", "-m", tiny_model_dir).returncode == 0
+    assert (tmp_path / "link.npy").is_symlink()
+    assert (tmp_path / "real.npy").read_bytes().startswith(b"\x93NUMPY")
+
+
+def test_distill_static_refuses_a_users_folder_or_file_before_any_work(
+    tmp_path: Path, tiny_model_dir: Path
+) -> None:
+    (tmp_path / "userdir").mkdir()
+    (tmp_path / "userdir" / "mine.txt").write_text("mine")
+    (tmp_path / "afile").write_text("mine too")
+    for output, reason in (
+        (tmp_path / "userdir", "holds no sbert model (mine.txt)"),
+        (tmp_path / "afile", "exists and is not a folder"),
+    ):
+        started = time.monotonic()
+        run = sbert("distill", "static", "--teacher", tiny_model_dir, "--output", output, "--dimensions", "8")
+        assert run.returncode == 1
+        assert f"{output}: refusing to replace it" in run.stderr and reason in run.stderr
+        assert time.monotonic() - started < 60  # refused up front, not after distilling
+    assert (tmp_path / "userdir" / "mine.txt").read_text() == "mine"
+    assert (tmp_path / "afile").read_text() == "mine too"
+
+
+def test_encode_into_a_store_leaves_a_users_file_there_alone(
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+) -> None:
+    store = tmp_path / "store"
+    assert (
+        sbert("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2").returncode == 0
+    )
+    (store / "notes.txt").write_text("mine")
+    run = sbert("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2", "--overwrite")
+    assert run.returncode == 0, run.stderr
+    assert (store / "notes.txt").read_text() == "mine"
+
+
+def test_train_refuses_a_users_folder_and_keeps_a_users_file_in_its_own(
+    tmp_path: Path, trainable_model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sbert.cli import main
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{a} too\t0.5\n" for a in SENTENCES))
+    (tmp_path / "userdir").mkdir()
+    (tmp_path / "userdir" / "mine.txt").write_text("mine")
+    train = [
+        "train",
+        "file",
+        "--train",
+        str(pairs),
+        "--loss",
+        "cosine-mse",
+        "--base",
+        str(trainable_model_dir),
+    ]
+    train += ["--epochs", "1", "--batch-size", "2", "--no-progress", "--device", "cpu", "--output"]
+    assert main([*train, str(tmp_path / "userdir")]) == 1
+    assert "holds no sbert training run (mine.txt)" in capsys.readouterr().err
+    assert sorted(path.name for path in (tmp_path / "userdir").iterdir()) == ["mine.txt"]
+    assert main([*train, str(tmp_path / "out")]) == 0
+    (tmp_path / "out" / "mine.txt").write_text("mine")
+    assert main([*train, str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
+    assert (tmp_path / "out" / "modules.json").is_file()
+
+
+def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_path: Path) -> None:
+    from sbert.data.download import download
+    from sbert.outputs import OutputRefusedError
+    from sbert.reproduce.pipeline import reproduce
+    from sbert.reproduce.scale import QUICK
+
+    (tmp_path / "userdir").mkdir()
+    (tmp_path / "userdir" / "mine.txt").write_text("mine")
+    with pytest.raises(OutputRefusedError, match="holds no sbert data directory"):
+        download(tmp_path / "userdir", ["stsb"], mirror="http://127.0.0.1:9/")  # refused before any fetch
+    with pytest.raises(OutputRefusedError, match="holds no sbert report"):
+        reproduce(tmp_path / "userdir", QUICK, str(tmp_path), "sbert reproduce")
+    (tmp_path / "pairs.tsv").write_text("anchor\tpositive\na\tb\n")
+    (tmp_path / "out.tsv").mkdir()
+    run = sbert(
+        "mine-negatives", tmp_path / "pairs.tsv", "-o", tmp_path / "out.tsv", "-m", tmp_path / "no-model"
+    )
+    assert run.returncode == 1 and f"{tmp_path / 'out.tsv'} is a folder" in run.stderr
+    assert sorted(path.name for path in (tmp_path / "userdir").iterdir()) == ["mine.txt"]
