@@ -118,7 +118,7 @@ def test_a_full_disk_during_an_index_rebuild_names_the_index_and_keeps_the_old_o
     tmp_path: Path, corpus: Path, tiny_model_dir: Path
 ) -> None:
     assert index_build(corpus, tmp_path / "idx", tiny_model_dir).returncode == 0
-    code = DISK_FULL.format(module="sbert.applications.index.files", function="write_texts")
+    code = DISK_FULL.format(module="sbert.index.files", function="write_texts")
     run = sbert(
         "index",
         "build",
@@ -211,10 +211,11 @@ def test_train_refuses_a_users_folder_and_keeps_a_users_file_in_its_own(
 
 
 def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_path: Path) -> None:
+    from experiments.pipeline import reproduce
+    from experiments.scale import QUICK
+
     from sbert.data.download import download
     from sbert.outputs import OutputRefusedError
-    from sbert.reproduce.pipeline import reproduce
-    from sbert.reproduce.scale import QUICK
 
     (tmp_path / "userdir").mkdir()
     (tmp_path / "userdir" / "mine.txt").write_text("mine")
