@@ -73,3 +73,14 @@ def test_a_view_of_a_real_model_equals_its_vectors_cut(tiny_model_dir: Path) -> 
         truncate_embeddings(model.encode(sentences), 16),
         atol=1e-6,
     )
+
+
+def test_prefix_views_of_an_encoder_without_dim_need_its_size() -> None:
+    class Bare:  # an Encoder (encode alone), as a baseline or a wrapped model may be
+        def encode(self, sentences: list[str], batch_size: int = 32) -> np.ndarray:
+            return np.arange(4 * len(sentences), dtype=np.float32).reshape(len(sentences), 4) + 1
+
+    with pytest.raises(TypeError, match="Bare gives no dim: pass the size of its vectors"):
+        PrefixViews(Bare())
+    cut = PrefixViews(Bare(), 4).view(2).encode(["a man", "a dog"])
+    np.testing.assert_allclose(cut, truncate_embeddings(Bare().encode(["a man", "a dog"]), 2))

@@ -9,7 +9,7 @@ are encoded apart) and never as ``Any``. The trainer takes any :class:`Evaluator
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,6 +24,14 @@ class Encoder(Protocol):
     """Anything with ``encode(list[str]) -> (n, dim)``: sbert models and the baselines alike."""
 
     def encode(self, sentences: list[str], batch_size: int = ...) -> np.ndarray | Tensor: ...
+
+
+@runtime_checkable
+class SizedEncoder(Encoder, Protocol):
+    """An :class:`Encoder` that says the size of its vectors (``dim``) before encoding anything."""
+
+    @property
+    def dim(self) -> int: ...
 
 
 class RetrievalEncoder(Protocol):

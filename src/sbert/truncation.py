@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sbert.contracts import Encoder, SizedEncoder
 from sbert.similarity import ArrayLike
 
 
@@ -55,8 +56,8 @@ class PrefixViews:
     evaluations take) whose vectors are the model's, truncated by :func:`truncate_embeddings`.
 
     Args:
-        model: Anything with ``encode(sentences, **options)``.
-        dim: Its vectors' size (default: ``model.dim``).
+        model: The encoder (its ``encode`` takes the options the views are given).
+        dim: Its vectors' size (required unless the model gives ``dim``).
 
     Examples:
         >>> from sbert import SentenceEncoder
@@ -65,9 +66,13 @@ class PrefixViews:
         (1, 64)
     """
 
-    def __init__(self, model: Any, dim: int | None = None) -> None:
+    def __init__(self, model: Encoder, dim: int | None = None) -> None:
+        if dim is None:
+            if not isinstance(model, SizedEncoder):
+                raise TypeError(f"{type(model).__name__} gives no dim: pass the size of its vectors")
+            dim = model.dim
         self.model = model
-        self.dim: int = dim if dim is not None else model.dim
+        self.dim: int = dim
         self.name = getattr(model, "name", type(model).__name__)
         self._vectors: dict[str, np.ndarray] = {}
 
