@@ -14,7 +14,7 @@ import torch
 from sbert import SentenceEncoder
 from sbert.inference import precision as precision_module
 from sbert.inference.cpu import AVX2_ONLY, BF16_AND_VNNI, CPU_CLASSES, VNNI_NO_BF16, CpuCapabilities
-from sbert.inference.plan import make_plan
+from sbert.inference.plan import PlanRequest, make_plan
 
 CPU = torch.device("cpu")
 NO_BF16 = "needs native bf16"
@@ -84,16 +84,16 @@ def test_the_three_classes_are_read_from_cpu_flags(tmp_path: Path) -> None:
 
 
 def test_the_plan_is_made_without_a_model() -> None:
-    plan = make_plan("bfloat16", "torch", CPU, VNNI_NO_BF16)
+    plan = make_plan(PlanRequest.of("bfloat16", "torch"), VNNI_NO_BF16, CPU)
     assert (plan.precision, plan.backend, plan.packs) == ("float32", "torch", False)
     with pytest.raises(ValueError, match="unknown precision 'fp8'"):
-        make_plan("fp8", "auto", CPU, AVX2_ONLY)
+        make_plan(PlanRequest.of("fp8", "auto"), AVX2_ONLY, CPU)
 
 
 def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_calls(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sbert.inference import engines as encoder_module
+    from sbert.inference import runners as encoder_module
 
     ran: list[str] = []
     real_engine = encoder_module.OpenVinoEngine
@@ -120,7 +120,7 @@ def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_call
             np.testing.assert_array_equal(vectors, exact)
         else:  # really quantized
             assert np.abs(vectors - exact).max() > 1e-4
-    assert set(model.engines.openvino) == {"float32", "int8"}
+    assert set(model.runners.openvino) == {"float32", "int8"}
 
 
 def test_a_store_records_the_plan_that_ran(tiny_model_dir: Path, tmp_path: Path) -> None:
