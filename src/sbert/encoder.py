@@ -7,8 +7,8 @@ module), and at inference a sentence goes through alone to give its fixed-size v
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ from sbert.inference.precision import (
     warn_once,
 )
 from sbert.inference.runners import Runner, RunnerFailed, Runners, RunOptions, after_pooling
-from sbert.inputs import as_texts, check_count, valid_utf8
+from sbert.inference.steps import Prepared, finish, prompt_length, run_options
+from sbert.inputs import as_texts, valid_utf8
 from sbert.loading import load
 from sbert.model_io import save_modules
 from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
@@ -41,15 +42,6 @@ logger = logging.getLogger("sbert")
 PROGRESS_BAR_MIN_SENTENCES = 1000
 
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
-
-
-@dataclass
-class Prepared:
-    """What ``encode()`` runs on: the tokens of the prompted texts and the run options."""
-
-    single: bool  # one string was given: the result is one vector
-    tokens: Tokenized
-    options: RunOptions
 
 
 class SentenceEncoder(nn.Module):
@@ -327,7 +319,7 @@ class SentenceEncoder(nn.Module):
             embeddings = self.input_module(features)  # (batch, dim): it pools by itself
         else:
             token_embeddings = self.input_module(features)  # (batch, seq, hidden)
-            embeddings = self.pooling(token_embeddings, features["attention_mask"], _prompt_length(features))
+            embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
         return self.after_pooling(embeddings, normalize)  # (batch, dim)
 
     def encode(
@@ -380,7 +372,7 @@ class SentenceEncoder(nn.Module):
                 ``max_seq_length``, or ``batch_size`` or ``max_tokens`` below 1.
         """
         # Every check before an engine is compiled or calibrated: bad input fails at once.
-        options = _run_options(batch_size, max_tokens, batch_cost_tokens, pack)
+        options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
         plan = self._encode_plan(precision)
         prepared = self._prepare(sentences, prompt_name, prompt, options)
         count = len(prepared.tokens.ids)
@@ -389,7 +381,7 @@ class SentenceEncoder(nn.Module):
             if show_progress_bar is None:
                 show_progress_bar = count >= PROGRESS_BAR_MIN_SENTENCES
             plan, embeddings = self._run(plan, prepared, show_progress_bar)
-        return _finish(embeddings, plan, prepared.single, normalize, convert_to_tensor)
+        return finish(embeddings, plan, prepared.single, normalize, convert_to_tensor)
 
     def _encode_plan(self, precision: str | None) -> EnginePlan:
         if self.is_static and precision not in (None, "auto", "float32"):
@@ -481,39 +473,3 @@ class SentenceEncoder(nn.Module):
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's
         pooled vectors go through this one function."""
         return after_pooling(self.layers, embeddings, normalize)
-
-
-def _run_options(
-    batch_size: int, max_tokens: int | None, batch_cost_tokens: int | None, pack: bool
-) -> RunOptions:
-    check_count("batch_size", batch_size)
-    for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
-        if value is not None:
-            check_count(name, value)
-    return RunOptions(batch_size, max_tokens, batch_cost_tokens, pack)
-
-
-def _finish(
-    embeddings: Tensor, plan: EnginePlan, single: bool, normalize: bool, convert_to_tensor: bool
-) -> np.ndarray | Tensor:
-    """The vectors as asked: checked finite, unit length if ``normalize``, one row for one string."""
-    _check_finite(embeddings, plan)
-    if normalize:
-        embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
-    result = embeddings[0] if single else embeddings
-    return result if convert_to_tensor else result.numpy()
-
-
-def _prompt_length(features: Mapping[str, Tensor]) -> int:
-    """The prompt's tokens, which pooling leaves out where ``include_prompt`` is off (0: none)."""
-    return int(features["prompt_length"]) if "prompt_length" in features else 0
-
-
-def _check_finite(embeddings: Tensor, plan: EnginePlan) -> None:
-    """Raise ``FloatingPointError`` naming the first sentence whose vector holds NaN or inf."""
-    bad = (~torch.isfinite(embeddings)).any(dim=1).nonzero()
-    if len(bad):
-        raise FloatingPointError(
-            f"sentence {int(bad[0])} (of {len(embeddings)}) got a vector with NaN or inf from "
-            f"{plan.backend}/{plan.precision}; {len(bad)} vector(s) in all"
-        )
