@@ -49,7 +49,8 @@ class FlatIds(Sequence[Sequence[int]]):
     def __getitem__(self, index):  # type: ignore[no-untyped-def,override]
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        return self.ids[self.starts[index] : self.starts[index + 1]].tolist()
+        position = range(len(self))[index]  # an IndexError past the end, as a list gives
+        return self.ids[self.starts[position] : self.starts[position + 1]].tolist()
 
     def span(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """The flat ids and lengths of sentences ``start`` to ``stop``."""
