@@ -83,7 +83,7 @@ def main() -> None:
         return
     static, projection = distill_table(teacher, 256, show_progress_bar=False)
     table0 = static.input_module.embedding.weight.detach().clone()
-    ids, lengths, _ = static._token_ids(corpus)
+    ids, lengths, _ = static.input_module.token_ids(corpus)
     starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
     usable = np.flatnonzero(lengths > 0)
 
