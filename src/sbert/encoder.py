@@ -378,8 +378,8 @@ class SentenceEncoder(nn.Module):
         count = len(prepared.tokens.ids)
         embeddings = torch.empty((count, self.dim), dtype=torch.float32)
         if count:
-            if show_progress_bar is None:
-                show_progress_bar = count >= PROGRESS_BAR_MIN_SENTENCES
+            if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
+                show_progress_bar = count >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
             plan, embeddings = self._run(plan, prepared, show_progress_bar)
         return finish(embeddings, plan, prepared.single, normalize, convert_to_tensor)
 
