@@ -82,15 +82,15 @@ def main() -> None:
         print(f"teacher pass unfinished after {args.budget:.0f} s: run again to continue")
         return
     static, projection = distill_table(teacher, 256, show_progress_bar=False)
-    table0 = static.embedding.weight.detach().clone()
-    ids, lengths, _ = static._token_ids(corpus)
+    table0 = static.input_module.embedding.weight.detach().clone()
+    ids, lengths, _ = static.input_module.token_ids(corpus)
     starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
     usable = np.flatnonzero(lengths > 0)
 
     def evaluate(table: torch.Tensor, split: str) -> float:
         texts, scores = splits[split]
         with torch.no_grad():
-            static.embedding.weight.copy_(table)
+            static.input_module.embedding.weight.copy_(table)
         return spearman(static.encode(texts), scores)
 
     print(f"corpus {len(corpus)} sentences; distilled table, STSb dev {evaluate(table0, 'dev'):.2f}")

@@ -37,16 +37,16 @@ from encode_speed import cpu_name
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.hub import bundled_model_path
-from sbert.static.encoder import StaticEncoder
 
 
-def model2vec_twin(model: StaticEncoder) -> object:
+def model2vec_twin(model: SentenceEncoder) -> object:
     """model2vec's ``StaticModel`` on ``model``'s table and tokenizer: the same vectors, its code."""
     from model2vec import StaticModel
     from tokenizers import Tokenizer
 
-    table = model.embedding.weight.detach().numpy().copy()
-    tokenizer = Tokenizer.from_str(model.tokenizer.to_str())
+    static = model.input_module
+    table = static.embedding.weight.detach().numpy().copy()
+    tokenizer = Tokenizer.from_str(static.tokenizer.to_str())
     return StaticModel(table, tokenizer, normalize=False, max_length=None)
 
 
@@ -65,7 +65,7 @@ def main() -> None:
     pairs = read_stsb("test", args.data_dir)
     sentences = [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]
     ours = SentenceEncoder.from_pretrained(args.model)
-    if not isinstance(ours, StaticEncoder):
+    if not ours.is_static:
         parser.error(f"{args.model} is not a static model")
     twin = model2vec_twin(ours)
     from sentence_transformers import SentenceTransformer

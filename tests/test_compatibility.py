@@ -37,6 +37,8 @@ ARCHITECTURES: dict[str, tuple[str, dict[str, Any]]] = {
     "deberta-v2": ("DebertaV2Config", {**SMALL, "max_position_embeddings": 128, "relative_attention": True}),
     "modernbert": ("ModernBertConfig", {**SMALL, "local_attention": 16, "max_position_embeddings": 128}),
     "qwen2": ("Qwen2Config", {**SMALL, "num_key_value_heads": 1, "max_position_embeddings": 128}),
+    # sentence-t5 / GTR: sentence-transformers runs only the encoder of the saved seq2seq model.
+    "t5": ("T5Config", {"d_model": 32, "num_layers": 2, "num_heads": 2, "d_ff": 64, "d_kv": 16}),
 }
 DECODERS = {"qwen2"}
 # Where sbert's default backend does not run OpenVINO for an architecture, and why (the README's table).

@@ -179,7 +179,7 @@ def test_a_model_openvino_cannot_convert_runs_on_pytorch(
 ) -> None:
     if not (INT8_HERE if precision == "mixed" else openvino_installed()):
         pytest.skip(f"{precision} does not run on OpenVINO here")
-    from sbert.inference import engines as engines_module
+    from sbert.inference import runners as engines_module
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise RuntimeError("unsupported operation aten::exotic")
@@ -199,7 +199,7 @@ def test_a_model_openvino_cannot_convert_runs_on_pytorch(
 def test_token_budget_changes_batches_not_vectors(
     tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sbert import encoder as encoder_module
+    from sbert.inference import runners as encoder_module
 
     expected = tiny_encoder.encode(SENTENCES)
     sizes: list[int] = []
@@ -239,7 +239,7 @@ def test_auto_never_calibrates(
 
 
 def test_bad_or_empty_input_compiles_no_engine(tiny_model_dir, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sbert.inference import engines as engines_module
+    from sbert.inference import runners as engines_module
 
     monkeypatch.setattr(engines_module, "OpenVinoEngine", lambda *a, **k: pytest.fail("compiled an engine"))
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", backend="auto")

@@ -96,7 +96,7 @@ class ServedModel(Encoder, Protocol):
     def packs(self) -> bool: ...
 
     @property
-    def plan(self) -> Any: ...  # sbert.inference.engines.EnginePlan
+    def plan(self) -> Any: ...  # sbert.inference.plan.EnginePlan
 
     def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None: ...
 

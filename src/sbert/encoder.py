@@ -8,25 +8,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from sbert.batching import length_sorted_batches
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
-from sbert.inference.engines import Engines, prompt_length
-from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
-from sbert.inference.plan import EnginePlan
-from sbert.inference.precision import check_backend, check_precision, warn_once
-from sbert.inputs import as_texts, check_count, valid_utf8
-from sbert.model_io import load_modules, load_prompts, save_modules
-from sbert.modules import Pooling, Tokenized, Transformer
-from sbert.modules.normalize import Normalize
+from sbert.inference.packing import packable
+from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
+from sbert.inference.precision import (
+    ComputeBackend,
+    ComputePrecision,
+    check_backend,
+    check_precision,
+    warn_once,
+)
+from sbert.inference.runners import Runner, RunnerFailed, Runners, RunOptions, after_pooling
+from sbert.inference.steps import Prepared, finish, prompt_length, run_options
+from sbert.inputs import as_texts, valid_utf8
+from sbert.loading import load
+from sbert.model_io import save_modules
+from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
 from sbert.prompts import Prompts
 
 logger = logging.getLogger("sbert")
@@ -34,12 +41,18 @@ logger = logging.getLogger("sbert")
 # Inputs at least this long get a progress bar by default; shorter ones finish before it would help.
 PROGRESS_BAR_MIN_SENTENCES = 1000
 
+InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
+
 
 class SentenceEncoder(nn.Module):
-    """A Hugging Face encoder followed by pooling and optional layers (Dense, Normalize).
+    """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
+    ``modules.json`` lists them.
 
     Args:
-        transformer: The token-level encoder with its tokenizer.
+        transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
+            encoder, decoder or T5 encoder with its tokenizer), or a
+            :class:`~sbert.modules.StaticEmbedding` token table (a static model, which pools by
+            itself and always runs float32 on PyTorch).
         pooling: How token vectors become one sentence vector.
         layers: Modules applied to the pooled vector, in order.
         name: What the model was loaded from, for display.
@@ -59,21 +72,24 @@ class SentenceEncoder(nn.Module):
 
     def __init__(
         self,
-        transformer: Transformer,
+        transformer: InputModule,
         pooling: Pooling | None = None,
         layers: Sequence[nn.Module] = (),
         name: str | None = None,
         prompts: Prompts | None = None,
     ) -> None:
-        if not isinstance(transformer, Transformer):
+        if not isinstance(transformer, Transformer | StaticEmbedding):
             hint = (
                 f"; to load a model by name or path use SentenceEncoder.from_pretrained({transformer!r})"
                 if isinstance(transformer, str | Path)
                 else ""
             )
-            raise TypeError(f"SentenceEncoder takes a Transformer, not {type(transformer).__name__}{hint}")
+            raise TypeError(
+                "SentenceEncoder takes a Transformer or a StaticEmbedding, "
+                f"not {type(transformer).__name__}{hint}"
+            )
         super().__init__()
-        self.transformer = transformer
+        self.input_module = transformer
         self.pooling = pooling or Pooling(transformer.dim)
         self.layers = nn.ModuleList(layers)
         self.name = name or "unnamed"
@@ -82,10 +98,25 @@ class SentenceEncoder(nn.Module):
         self.cpu_capabilities: CpuCapabilities = (
             this_cpu()
         )  # the plan is made for these; tests simulate others
-        self.requested_precision = "auto"
-        self.requested_backend = "auto"
+        # A table lookup and a mean gain nothing from lower precision or another engine.
+        self.requested_precision = "float32" if self.is_static else "auto"
+        self.requested_backend = "torch" if self.is_static else "auto"
         self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
-        self.engines = Engines(self)  # the plans and the compiled engines that carry them out
+        self.runners = Runners(self.input_module, self.pooling, self.layers)  # and what they keep
+        self._plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan] = {}
+        self._failures: list[Failure] = []  # runners that failed here: plans go around them
+
+    @property
+    def is_static(self) -> bool:
+        """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
+        return isinstance(self.input_module, StaticEmbedding)
+
+    @property
+    def transformer(self) -> Transformer:
+        """The input module of a transformer model (a static model has none: ``AttributeError``)."""
+        if not isinstance(self.input_module, Transformer):
+            raise AttributeError(f"{self.name} is a static model: it has a token table, not a transformer")
+        return self.input_module
 
     @classmethod
     def from_pretrained(
@@ -122,30 +153,23 @@ class SentenceEncoder(nn.Module):
         Raises:
             ValueError: an unknown ``precision`` or ``backend`` (the message lists the choices).
         """
-        check_precision(precision)
-        check_backend(backend)
+        request = PlanRequest.of(precision, backend)  # parsed here, once
         path = resolve_model_path(name_or_path)
-        from sbert.static.io import is_static  # a static model is a SentenceEncoder too
-
-        if is_static(path):
-            from sbert.static.encoder import StaticEncoder
-
-            static = StaticEncoder.load(
-                path, str(name_or_path), max_seq_length=max_seq_length, pooling=pooling
-            )
-            return static.to(device or "cpu")  # a table lookup gains nothing from a GPU
-        transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
-        model = cls(transformer, pooler, layers, str(name_or_path or DEFAULT_MODEL), load_prompts(path))
+        parts = load(path, pooling=pooling, max_seq_length=max_seq_length)
+        name = str(name_or_path or DEFAULT_MODEL)
+        model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
         model.source = str(path)
         model.eval()
-        model.requested_precision = precision
-        model.requested_backend = backend
+        if model.is_static:  # a table lookup gains nothing from a GPU, bf16 or OpenVINO
+            return model.to(device or "cpu")
+        model.requested_precision = request.precision
+        model.requested_backend = request.backend
         model.calibration_sentences = calibration_sentences
         return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
 
     def save(self, path: str | Path) -> None:
         """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
-        save_modules(Path(path), self.transformer, self.pooling, list(self.layers), self.prompts)
+        save_modules(Path(path), self.input_module, self.pooling, list(self.layers), self.prompts)
 
     @property
     def dim(self) -> int:
@@ -157,14 +181,14 @@ class SentenceEncoder(nn.Module):
 
     @property
     def max_seq_length(self) -> int:
-        return self.transformer.max_seq_length
+        return self.input_module.max_seq_length
 
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
     @property
-    def requested_precision(self) -> str:
+    def requested_precision(self) -> ComputePrecision:
         """The precision asked for (``auto``, ``float32``, ...); :attr:`precision` is what runs."""
         return self._requested_precision
 
@@ -173,7 +197,7 @@ class SentenceEncoder(nn.Module):
         self._requested_precision = check_precision(precision)
 
     @property
-    def requested_backend(self) -> str:
+    def requested_backend(self) -> ComputeBackend:
         """The backend asked for (``auto``, ``torch``, ``openvino``); :attr:`backend` is what runs."""
         return self._requested_backend
 
@@ -224,17 +248,39 @@ class SentenceEncoder(nn.Module):
 
     def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
         """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the model's
-        requested backend). A graph that later fails its probe changes the plan (it says why)."""
-        return self.engines.plan_for(precision, backend)
+        requested backend). Made once for the device and CPU; a runner that fails changes it (it says
+        why, once)."""
+        request = PlanRequest(
+            check_precision(precision),
+            self.requested_backend if backend is None else check_backend(backend),
+            packs_at=self._packs_at(),
+            openvino_refusal=None
+            if self.pooling.include_prompt
+            else f"{self.name}: its pooling leaves the prompt out (include_prompt false), which OpenVINO does not run",
+            fixed=self.is_static,
+            failures=tuple(self._failures),
+        )
+        key = (request.precision, request.backend, str(self.device), self.cpu_capabilities)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = make_plan(request, self.cpu_capabilities, self.device)
+            for line in plan.fallbacks:
+                warn_once(line)
+            self._plans[key] = plan
+        return plan
+
+    def _packs_at(self) -> frozenset[str]:
+        network = getattr(self.input_module, "model", None)
+        return frozenset(p for p in ("float32", "bfloat16") if network is not None and packable(network, p))
 
     def tokenize(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
         try:
-            return self.transformer.tokenize(sentences)
+            return self.input_module.tokenize(sentences)
         except TypeError:
             # The Rust tokenizer rejects strings that are not valid UTF-8 (lone surrogates):
             # replace those characters rather than fail on text a user cannot easily see.
-            return self.transformer.tokenize([valid_utf8(s) for s in sentences])
+            return self.input_module.tokenize([valid_utf8(s) for s in sentences])
 
     def token_counts(
         self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
@@ -243,33 +289,37 @@ class SentenceEncoder(nn.Module):
         ``encode`` with the same prompt would cut to ``max_seq_length``)."""
         sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
         try:
-            return self.transformer.token_counts(sentences)
+            return self.input_module.token_counts(sentences)
         except TypeError:  # lone surrogates, replaced as tokenize() replaces them
-            return self.transformer.token_counts([valid_utf8(s) for s in sentences])
+            return self.input_module.token_counts([valid_utf8(s) for s in sentences])
 
     def with_prompt(
         self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
     ) -> tuple[list[str], int]:
         """The sentences with the prompt before each (:attr:`prompts`: ``prompt``, else the one named
-        ``prompt_name``, else the model's default), and the prompt's length in tokens (0: none)."""
+        ``prompt_name``, else the model's default), and the prompt's length in tokens (0: none; a
+        static model always averages the prompt's tokens too)."""
         text = self.prompts.resolve(prompt_name, prompt)
         if not text:
             return list(sentences), 0
-        length = self.transformer.prompt_length(valid_utf8(text))
+        length = self.input_module.prompt_length(valid_utf8(text))
         return [text + sentence for sentence in sentences], length
 
     def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """:meth:`forward`'s input for tokenized sentences, on the model's device (what losses call)."""
-        features = self.transformer.collate(token_ids)  # (batch, longest) each
+        features = self.input_module.collate(token_ids)  # (batch, longest) each; static: flat
         return {key: value.to(self.device) for key, value in features.items()}
 
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
-        """Sentence vectors (batch, dim) of a padded batch from :meth:`collate`.
+        """Sentence vectors (batch, dim) of a batch from :meth:`collate`.
 
         ``normalize=False`` skips a Normalize layer (the vectors keep their length; cosines do not change).
         """
-        token_embeddings = self.transformer(features)  # (batch, seq, hidden)
-        embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
+        if isinstance(self.input_module, StaticEmbedding):
+            embeddings = self.input_module(features)  # (batch, dim): it pools by itself
+        else:
+            token_embeddings = self.input_module(features)  # (batch, seq, hidden)
+            embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
         return self.after_pooling(embeddings, normalize)  # (batch, dim)
 
     def encode(
@@ -322,73 +372,62 @@ class SentenceEncoder(nn.Module):
                 ``max_seq_length``, or ``batch_size`` or ``max_tokens`` below 1.
         """
         # Every check before an engine is compiled or calibrated: bad input fails at once.
-        check_count("batch_size", batch_size)
-        for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
-            if value is not None:
-                check_count(name, value)
-        plan = self.plan_for(self.requested_precision if precision is None else precision)
-        single = isinstance(sentences, str)
-        texts, prompt_length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
-        embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
-        if texts:
-            engine = self.engines.openvino_engine(plan.precision) if plan.backend == "openvino" else None
-            if plan.backend == "openvino" and engine is None:  # conversion failed: the plan says so now
-                plan = self.plan_for(plan.requested_precision)
-            run_precision = plan.precision
-            tokenized = self.tokenize(texts)
-            if tokenized.truncated:
-                logger.warning(
-                    "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
-                    tokenized.truncated,
-                    len(texts),
-                    self.max_seq_length,
-                )
-            packed = pack and engine is not None and plan.packs
-            if packed and engine is not None and (failure := engine.packed_failure()):
-                warn_once(f"{self.name}: {failure}; padded batches run instead")
-                packed = False
-            batches = cast(  # index arrays, or packed passes (rows of indices)
-                Sequence[Any],
-                packed_passes(
-                    tokenized.lengths, len(engine.requests), max_pass_tokens=max_tokens or MAX_PASS_TOKENS
-                )
-                if packed and engine is not None
-                else length_sorted_batches(tokenized.lengths, batch_size, max_tokens, batch_cost_tokens),
+        options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
+        plan = self._encode_plan(precision)
+        prepared = self._prepare(sentences, prompt_name, prompt, options)
+        count = len(prepared.tokens.ids)
+        embeddings = torch.empty((count, self.dim), dtype=torch.float32)
+        if count:
+            if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
+                show_progress_bar = count >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
+            plan, embeddings = self._run(plan, prepared, show_progress_bar)
+        return finish(embeddings, plan, prepared.single, normalize, convert_to_tensor)
+
+    def _encode_plan(self, precision: str | None) -> EnginePlan:
+        if self.is_static and precision not in (None, "auto", "float32"):
+            raise ValueError(f"a static model computes in float32, not {precision!r}")
+        return self.plan_for(self.requested_precision if precision is None else precision)
+
+    def _prepare(
+        self, sentences: str | Iterable[str], prompt_name: str | None, prompt: str | None, options: RunOptions
+    ) -> Prepared:
+        """The prompted texts' tokens, with the prompt's length in the options."""
+        texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
+        tokens = self.tokenize(texts) if texts else Tokenized([], 0)
+        if tokens.truncated:
+            logger.warning(
+                "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
+                tokens.truncated,
+                len(texts),
+                self.max_seq_length,
             )
-            if show_progress_bar is None:
-                show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
-            progress = tqdm(total=len(batches), desc="Encoding", unit="batch", disable=not show_progress_bar)
-            was_training = self.training
-            # eval() walks every module, a millisecond on each small call: the OpenVINO graph was
-            # traced in eval mode, so only PyTorch needs it (a submodule may train on its own).
-            toggle = engine is None or was_training
-            if toggle:
-                self.eval()
+        return Prepared(isinstance(sentences, str), tokens, replace(options, prompt_length=length))
+
+    def _run(
+        self, plan: EnginePlan, prepared: Prepared, show_progress_bar: bool
+    ) -> tuple[EnginePlan, Tensor]:
+        """Vectors (n, dim) of the prepared tokens by the runner the plan names, and the plan that ran."""
+        plan, runner = self._runner(plan, prepared.options.pack)
+        ids = prepared.tokens.ids
+        bar = tqdm(total=len(ids), desc="Encoding", unit="sentence", disable=not show_progress_bar)
+
+        def progress(done: int) -> None:
+            bar.update(done)
+
+        try:
+            return plan, runner.run(ids, prepared.options, progress)
+        finally:
+            bar.close()
+
+    def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
+        """The runner the plan names; where one fails, the next-best plan's (said once)."""
+        while True:
             try:
-                if engine is not None:
-                    embed = engine.embed_packed if packed else engine.embed
-                    pooled = embed(tokenized.ids, batches, lambda: progress.update())
-                    with torch.inference_mode():
-                        embeddings = self.after_pooling(pooled.to(self.device)).float().cpu()
-                else:
-                    with torch.inference_mode():
-                        forward = self.engines.torch_forward(run_precision)
-                        for batch in batches:
-                            features = self.transformer.collate([tokenized.ids[i] for i in batch])
-                            features = {key: value.to(self.device) for key, value in features.items()}
-                            if prompt_length:
-                                features["prompt_length"] = torch.tensor(prompt_length)
-                            embeddings[torch.from_numpy(batch)] = forward(features).float().cpu()
-                            progress.update()
-            finally:
-                progress.close()
-                if toggle:
-                    self.train(was_training)
-        _check_finite(embeddings, plan)
-        if normalize:
-            embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
-        result = embeddings[0] if single else embeddings
-        return result if convert_to_tensor else result.numpy()
+                return plan, self.runners.select(plan, self.name, self.calibration_sentences, pack)
+            except RunnerFailed as failed:
+                self._failures.append(failed.failure)
+                self._plans.clear()
+                plan = self.plan_for(plan.requested_precision, plan.requested_backend)
 
     def encode_query(
         self,
@@ -431,19 +470,6 @@ class SentenceEncoder(nn.Module):
         return self.prompts.resolve(prompt_name, prompt)
 
     def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
-        """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every engine's
+        """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's
         pooled vectors go through this one function."""
-        for layer in self.layers:
-            if normalize or not isinstance(layer, Normalize):
-                embeddings = layer(embeddings)
-        return embeddings
-
-
-def _check_finite(embeddings: Tensor, plan: EnginePlan) -> None:
-    """Raise ``FloatingPointError`` naming the first sentence whose vector holds NaN or inf."""
-    bad = (~torch.isfinite(embeddings)).any(dim=1).nonzero()
-    if len(bad):
-        raise FloatingPointError(
-            f"sentence {int(bad[0])} (of {len(embeddings)}) got a vector with NaN or inf from "
-            f"{plan.backend}/{plan.precision}; {len(bad)} vector(s) in all"
-        )
+        return after_pooling(self.layers, embeddings, normalize)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -118,15 +119,26 @@ def check_same_model(stored: ModelIdentity, model: Any, where: str) -> None:
     )
 
 
-def hash_weights(digest: Any, module: Any) -> None:
+def hash_weights(digest: Any, module: Any, rename: Callable[[str], str] = lambda name: name) -> None:
     """Feed every weight of ``module`` (name, dtype, shape and bytes) into a hashlib ``digest``."""
     for name, tensor in module.state_dict().items():
         flat = tensor.detach().cpu().contiguous().reshape(-1)
-        digest.update(f"{name}:{flat.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(f"{rename(name)}:{flat.dtype}:{tuple(tensor.shape)}".encode())
         digest.update(flat.view(torch.uint8).numpy().tobytes())
 
 
 def _fingerprint(model: Any, pipeline: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(pipeline, sort_keys=True).encode("utf-8"))
-    hash_weights(digest, model)
+    hash_weights(digest, model, _stable_name)
     return digest.hexdigest()
+
+
+def _stable_name(name: str) -> str:
+    """A weight's name as it was before the input module had one name for both kinds of model
+    (``transformer.``; a static model's table at the top), so that the stores and indexes already
+    on disk still match the model that made them."""
+    if name.startswith("input_module.embedding."):
+        return name.removeprefix("input_module.")
+    if name.startswith("input_module."):
+        return "transformer." + name.removeprefix("input_module.")
+    return name

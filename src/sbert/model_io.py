@@ -2,8 +2,9 @@
 
 A model directory holds the Hugging Face encoder at its root (``config.json``, ``model.safetensors``,
 tokenizer files), ``modules.json`` listing the pipeline, ``sentence_bert_config.json``, and one
-folder per later module (``1_Pooling``, ``2_Dense``, ``3_Normalize``). sbert reads it without
-importing sentence-transformers, and sentence-transformers loads what sbert writes.
+folder per later module (``1_Pooling``, ``2_Dense``, ``3_Normalize``); a static model has its token
+table and ``tokenizer.json`` at the root instead. sentence-transformers loads what sbert writes;
+:mod:`sbert.loading` reads it back without importing sentence-transformers.
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
+from tokenizers import Tokenizer
 from torch import nn
 
 from sbert import __version__
 from sbert.errors import ModelLoadError
 from sbert.files import replace_dir, staging_dir
-from sbert.model_checks import check_pooling_config, check_sentence_bert_config
-from sbert.modules import Dense, Normalize, Pooling, Transformer
+from sbert.modules import Dense, Normalize, Pooling, StaticEmbedding, Transformer
 from sbert.prompts import Prompts
 
 _ST_TYPES = {
     "Transformer": "sentence_transformers.models.Transformer",
+    "StaticEmbedding": "sentence_transformers.sentence_transformer.modules.static_embedding.StaticEmbedding",
     "Pooling": "sentence_transformers.models.Pooling",
     "Dense": "sentence_transformers.models.Dense",
     "Normalize": "sentence_transformers.models.Normalize",
@@ -42,71 +44,6 @@ def read_json(path: Path) -> Any:
         raise ModelLoadError(f"{path}: missing") from error
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ModelLoadError(f"{path}: not valid JSON: {error}") from error
-
-
-def load_modules(
-    path: Path, pooling: str | None = None, max_seq_length: int | None = None
-) -> tuple[Transformer, Pooling, list[nn.Module]]:
-    """Read a model directory: the encoder, its pooling, and the layers after pooling.
-
-    A plain Hugging Face directory (no ``modules.json``) gets ``pooling`` (default ``"mean"``) and no
-    further layers. For a sentence-transformers directory, ``pooling`` overrides the saved choice.
-    """
-    if not (path / "modules.json").is_file():
-        plain = Transformer.load(path, max_seq_length=max_seq_length)
-        return plain, Pooling(plain.dim, pooling or "mean"), []
-
-    modules_file = path / "modules.json"
-    transformer: Transformer | None = None
-    pooler: Pooling | None = None
-    pooling_file = modules_file
-    layers: list[nn.Module] = []
-    for entry in _module_entries(modules_file):
-        kind = str(entry.get("type", "")).rsplit(".", 1)[-1]
-        folder = path / entry["path"]
-        if kind == "Transformer":
-            settings = _optional_json(folder / "sentence_bert_config.json")
-            check_sentence_bert_config(settings, folder)
-            transformer = Transformer.load(
-                folder,
-                max_seq_length=max_seq_length or settings.get("max_seq_length"),
-                do_lower_case=bool(settings.get("do_lower_case", False)),
-            )
-        elif kind == "Pooling":
-            pooling_file = folder / "config.json"
-            pooler = Pooling.from_config(
-                check_pooling_config(read_json(pooling_file), pooling_file), str(pooling_file)
-            )
-            if pooling is not None:
-                pooler = Pooling(pooler.dim, pooling, include_prompt=pooler.include_prompt)
-        elif kind == "Dense":
-            layers.append(_load_dense(folder))
-        elif kind == "Normalize":
-            layers.append(Normalize())
-        else:
-            raise ModelLoadError(
-                f"{modules_file}: module type {entry.get('type')!r} is not supported "
-                f"(sbert reads {', '.join(_ST_TYPES)})"
-            )
-    if transformer is None:
-        raise ModelLoadError(f"{modules_file}: lists no Transformer module")
-    if pooler is None:
-        pooler = Pooling(transformer.dim, pooling or "mean")
-    if pooler.dim != transformer.dim:  # else it fails only at the first encode()
-        raise ModelLoadError(
-            f"{pooling_file}: word_embedding_dimension is {pooler.dim}, but the transformer's "
-            f"vectors have {transformer.dim} dimensions"
-        )
-    dim = pooler.output_dim  # several pooling modes concatenate
-    for layer in layers:
-        if isinstance(layer, Dense):
-            if layer.in_features != dim:
-                raise ModelLoadError(
-                    f"{modules_file}: a Dense layer takes {layer.in_features} dimensions, "
-                    f"but the layer before it gives {dim}"
-                )
-            dim = layer.out_features
-    return transformer, pooler, layers
 
 
 def load_prompts(path: Path) -> Prompts:
@@ -148,16 +85,20 @@ def _module_entries(modules_file: Path) -> list[dict[str, Any]]:
 
 def save_modules(
     path: Path,
-    transformer: Transformer,
+    input_module: Transformer | StaticEmbedding,
     pooling: Pooling,
     layers: list[nn.Module],
     prompts: Prompts | None = None,
 ) -> None:
-    """Write a model directory atomically: built under a temporary name, then renamed into place."""
+    """Write a model directory atomically: built under a temporary name, then renamed into place.
+
+    A static model is written in sentence-transformers' ``StaticEmbedding`` layout (the token table
+    and ``tokenizer.json`` at the root, no Pooling module: it averages by itself).
+    """
     path = Path(path)
     staging = staging_dir(path)
     try:
-        _write_modules(staging, transformer, pooling, layers, prompts or Prompts())
+        _write_modules(staging, input_module, pooling, layers, prompts or Prompts())
         replace_dir(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -165,13 +106,12 @@ def save_modules(
 
 
 def _write_modules(
-    folder: Path, transformer: Transformer, pooling: Pooling, layers: list[nn.Module], prompts: Prompts
+    folder: Path,
+    input_module: Transformer | StaticEmbedding,
+    pooling: Pooling,
+    layers: list[nn.Module],
+    prompts: Prompts,
 ) -> None:
-    transformer.save(folder)
-    _write_json(
-        folder / "sentence_bert_config.json",
-        {"max_seq_length": transformer.max_seq_length, "do_lower_case": transformer.do_lower_case},
-    )
     _write_json(
         folder / "config_sentence_transformers.json",
         {
@@ -180,11 +120,16 @@ def _write_modules(
             "similarity_fn_name": "cosine",
         },
     )
-    modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["Transformer"]}]
-    (folder / "1_Pooling").mkdir()
-    _write_json(folder / "1_Pooling" / "config.json", pooling.config())
-    modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": _ST_TYPES["Pooling"]})
-    for idx, layer in enumerate(layers, start=2):
+    if isinstance(input_module, StaticEmbedding):
+        _write_static(folder, input_module)
+        modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["StaticEmbedding"]}]
+    else:
+        _write_transformer(folder, input_module)
+        modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["Transformer"]}]
+        (folder / "1_Pooling").mkdir()
+        _write_json(folder / "1_Pooling" / "config.json", pooling.config())
+        modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": _ST_TYPES["Pooling"]})
+    for idx, layer in enumerate(layers, start=len(modules)):
         kind = type(layer).__name__
         sub = f"{idx}_{kind}"
         (folder / sub).mkdir()
@@ -198,7 +143,24 @@ def _write_modules(
     _write_json(folder / "modules.json", modules)
 
 
-def _load_dense(folder: Path) -> Dense:
+def _write_transformer(folder: Path, transformer: Transformer) -> None:
+    transformer.save(folder)
+    _write_json(
+        folder / "sentence_bert_config.json",
+        {"max_seq_length": transformer.max_seq_length, "do_lower_case": transformer.do_lower_case},
+    )
+
+
+def _write_static(folder: Path, static: StaticEmbedding) -> None:
+    weight = static.embedding.weight.detach().cpu().contiguous()
+    save_file({"embedding.weight": weight}, str(folder / "model.safetensors"))
+    tokenizer = Tokenizer.from_str(static.tokenizer.to_str())
+    if static.limit is not None:  # sentence-transformers truncates as the tokenizer says
+        tokenizer.enable_truncation(static.limit)
+    tokenizer.save(str(folder / "tokenizer.json"))
+
+
+def load_dense(folder: Path) -> Dense:
     dense = Dense.from_config(read_json(folder / "config.json"))
     weights = folder / "model.safetensors"
     try:
@@ -214,10 +176,6 @@ def _load_dense(folder: Path) -> Dense:
     except Exception as error:
         raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
     return dense
-
-
-def _optional_json(path: Path) -> dict[str, Any]:
-    return read_json(path) if path.is_file() else {}
 
 
 def _write_json(path: Path, data: object) -> None:

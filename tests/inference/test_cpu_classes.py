@@ -14,7 +14,8 @@ import torch
 from sbert import SentenceEncoder
 from sbert.inference import precision as precision_module
 from sbert.inference.cpu import AVX2_ONLY, BF16_AND_VNNI, CPU_CLASSES, VNNI_NO_BF16, CpuCapabilities
-from sbert.inference.plan import make_plan
+from sbert.inference.plan import ANY_PRECISION, Failure, PlanRequest, make_plan
+from sbert.inference.precision import ComputeBackend
 
 CPU = torch.device("cpu")
 NO_BF16 = "needs native bf16"
@@ -84,16 +85,34 @@ def test_the_three_classes_are_read_from_cpu_flags(tmp_path: Path) -> None:
 
 
 def test_the_plan_is_made_without_a_model() -> None:
-    plan = make_plan("bfloat16", "torch", CPU, VNNI_NO_BF16)
+    plan = make_plan(PlanRequest.of("bfloat16", "torch"), VNNI_NO_BF16, CPU)
     assert (plan.precision, plan.backend, plan.packs) == ("float32", "torch", False)
     with pytest.raises(ValueError, match="unknown precision 'fp8'"):
-        make_plan("fp8", "auto", CPU, AVX2_ONLY)
+        make_plan(PlanRequest.of("fp8", "auto"), AVX2_ONLY, CPU)
+
+
+@pytest.mark.parametrize(("cpu", "after_int8"), [(BF16_AND_VNNI, "bfloat16"), (VNNI_NO_BF16, "float32")])
+def test_an_int8_graph_that_misses_its_probe_gives_way_to_openvino_not_pytorch(
+    cpu: CpuCapabilities, after_int8: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    missed = Failure(ComputeBackend.OPENVINO, "int8", "m: the int8 padded graph differs from PyTorch")
+    with caplog.at_level(logging.WARNING, logger="sbert"):
+        plan = make_plan(PlanRequest.of("int8", failures=(missed,)), cpu, CPU)
+    assert (plan.backend, plan.precision) == ("openvino", after_int8)  # Xeon with AMX: bf16, 2.5x PyTorch
+    assert plan.fallbacks == (f"{missed.reason}; OpenVINO {after_int8} runs it instead",)
+    assert caplog.text == ""  # make_plan says nothing: the model says each fallback, once
+    broken = Failure(ComputeBackend.OPENVINO, ANY_PRECISION, "OpenVINO could not compile m")
+    plan = make_plan(PlanRequest.of("int8", failures=(missed, broken)), cpu, CPU)
+    assert (plan.backend, plan.precision) == ("torch", after_int8)
+    assert plan.fallbacks[-1] == "OpenVINO could not compile m; PyTorch runs it instead"
+    asked = make_plan(PlanRequest.of("int8", "openvino", failures=(missed,)), cpu, CPU)
+    assert (asked.backend, asked.precision) == ("openvino", "int8")  # by name: the failure is raised
 
 
 def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_calls(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sbert.inference import engines as encoder_module
+    from sbert.inference import runners as encoder_module
 
     ran: list[str] = []
     real_engine = encoder_module.OpenVinoEngine
@@ -120,7 +139,7 @@ def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_call
             np.testing.assert_array_equal(vectors, exact)
         else:  # really quantized
             assert np.abs(vectors - exact).max() > 1e-4
-    assert set(model.engines.openvino) == {"float32", "int8"}
+    assert set(model.runners.openvino) == {"float32", "int8"}
 
 
 def test_a_store_records_the_plan_that_ran(tiny_model_dir: Path, tmp_path: Path) -> None:

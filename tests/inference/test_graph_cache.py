@@ -204,7 +204,7 @@ def test_int8_runs_from_memory_when_the_cache_cannot_be_written(
     model.calibration_sentences = CALIBRATION
     with _full_disk():
         in_memory = model.encode(SENTENCES)
-        assert model.backend == "openvino" and model.precision == "int8" and "int8" in model.engines.openvino
+        assert model.backend == "openvino" and model.precision == "int8" and "int8" in model.runners.openvino
         graph_cache.load_or_build("another", _small_graph)  # another graph for the full cache
     assert [m for m in sbert_warnings if "could not cache" in m] == [sbert_warnings[0]]  # one warning
     assert not list((tmp_path / "full").rglob("model.xml"))

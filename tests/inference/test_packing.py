@@ -105,7 +105,7 @@ def test_where_it_cannot_pack_padded_batches_run(tiny_model_dir: Path, backend: 
     )
     model.requested_backend = backend
     np.testing.assert_array_equal(model.encode(SENTENCES, pack=True), model.encode(SENTENCES))
-    engine = model.engines.openvino_engine(precision) if backend == "openvino" else None
+    engine = model.runners.openvino.get(precision) if backend == "openvino" else None
     if engine is not None:  # int8 ranges were calibrated on padded batches
         assert not engine.can_pack
         with pytest.raises(ValueError, match="not packed"):

@@ -58,8 +58,8 @@ def openvino_encoder(tiny_model_dir: object) -> SentenceEncoder:
 
 def _skewed(model: SentenceEncoder) -> None:
     """Make the PyTorch reference disagree with every graph, as a miscompiled graph would."""
-    honest = model.engines.reference_pooled
-    model.engines.reference_pooled = lambda ids: honest(ids) + 1.0  # type: ignore[method-assign]
+    honest = model.runners.reference_pooled
+    model.runners.reference_pooled = lambda ids: honest(ids) + 1.0  # type: ignore[method-assign]
 
 
 def test_a_graph_that_fails_its_probe_is_not_used(
@@ -96,7 +96,7 @@ def test_a_packed_graph_that_fails_its_probe_leaves_padded_batches_running(
         real_check(expected + ("packed" in graph), got, precision, graph)
 
     monkeypatch.setattr("sbert.inference.openvino_engine.check_probe", fail_packed)
-    openvino_encoder.engines.openvino.clear()
+    openvino_encoder.runners.openvino.clear()
     with caplog.at_level(logging.WARNING, logger="sbert"):
         packed = openvino_encoder.encode(SENTENCES, pack=True)
     assert any("packed graph" in r.message and "padded batches run" in r.message for r in caplog.records)

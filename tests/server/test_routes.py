@@ -14,7 +14,6 @@ from tests.conftest import build_tiny_bert
 
 from sbert import SentenceEncoder
 from sbert.index import VectorIndex
-from sbert.static import StaticEncoder
 
 TEXTS = ["a man plays the guitar", "the dog runs in the park", "rain"]
 
@@ -67,13 +66,13 @@ def static_server(tiny_static_dir: Path) -> Iterator[ServerProcess]:
 
 
 def test_a_static_model_answers_every_route(static_server: ServerProcess, tiny_static_dir: Path) -> None:
-    model = StaticEncoder.load(tiny_static_dir, name="tiny-static")
+    model = SentenceEncoder.from_pretrained(tiny_static_dir)
     tokens = post(static_server, "/tokenize", {"inputs": TEXTS}).json()
     ids = [[token["id"] for token in each] for each in tokens]
     assert ids == model.tokenize(TEXTS).ids and not any(t["special"] for each in tokens for t in each)
     assert post(static_server, "/decode", {"ids": ids}).json() == TEXTS
     rows = post(static_server, "/embed_all", {"inputs": TEXTS}).json()
-    table = model.embedding.weight.detach().numpy()
+    table = model.input_module.embedding.weight.detach().numpy()
     for row, each in zip(rows, ids):
         np.testing.assert_allclose(row, table[each], atol=1e-6)
     expected = model.encode(TEXTS)

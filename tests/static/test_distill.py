@@ -33,9 +33,9 @@ def test_sif_weights_grow_with_rank() -> None:
 
 def test_distilled_token_rows(tiny_encoder: SentenceEncoder) -> None:
     static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
-    assert static.embedding.weight.shape == (len(tiny_encoder.transformer.tokenizer), 4)
+    assert static.input_module.embedding.weight.shape == (len(tiny_encoder.transformer.tokenizer), 4)
     special = tiny_encoder.transformer.tokenizer.all_special_ids
-    assert not static.embedding.weight[special].any()  # never in text: zero rows
+    assert not static.input_module.embedding.weight[special].any()  # never in text: zero rows
     assert projection.components.shape == (4, tiny_encoder.dim)
 
 
@@ -44,7 +44,7 @@ def test_fitting_lowers_the_loss_and_is_deterministic(tiny_encoder: SentenceEnco
         static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
         config = FitConfig(epochs=epochs, batch_size=8, learning_rate=0.05, seed=3)
         result = fit_table(static, projection, tiny_encoder, TEXT, config, None, show_progress_bar=False)
-        return static.embedding.weight.detach().numpy().copy(), result["loss"]
+        return static.input_module.embedding.weight.detach().numpy().copy(), result["loss"]
 
     once, loss_once = run(1)
     full, loss_full = run(3)
@@ -57,14 +57,14 @@ def test_resume_continues_where_a_run_stopped(tiny_encoder: SentenceEncoder, tmp
     config = FitConfig(epochs=3, batch_size=8, learning_rate=0.05, seed=3)
     static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
     fit_table(static, projection, tiny_encoder, TEXT, config, None, show_progress_bar=False)
-    expected = static.embedding.weight.detach().numpy().copy()
+    expected = static.input_module.embedding.weight.detach().numpy().copy()
 
     class Stop(Exception):
         pass
 
     static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
     calls = {"epochs": 0}
-    original = static.embedding.forward
+    original = static.input_module.embedding.forward
 
     def stop_in_epoch_two(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls["epochs"] += 1
@@ -72,13 +72,15 @@ def test_resume_continues_where_a_run_stopped(tiny_encoder: SentenceEncoder, tmp
             raise Stop
         return original(*args, **kwargs)
 
-    static.embedding.forward = stop_in_epoch_two  # type: ignore[method-assign]
+    static.input_module.embedding.forward = stop_in_epoch_two  # type: ignore[method-assign]
     with pytest.raises(Stop):
         fit_table(static, projection, tiny_encoder, TEXT, config, tmp_path / "ckpt", show_progress_bar=False)
     assert (tmp_path / "ckpt" / "state" / "state.json").is_file()
     resumed, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
     fit_table(resumed, projection, tiny_encoder, TEXT, config, tmp_path / "ckpt", show_progress_bar=False)
-    np.testing.assert_allclose(resumed.embedding.weight.detach().numpy(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        resumed.input_module.embedding.weight.detach().numpy(), expected, rtol=1e-6, atol=1e-7
+    )
 
 
 def test_distill_with_corpus_writes_a_record(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -133,7 +135,7 @@ def test_the_teacher_pass_resumes_by_parts(
     config = FitConfig(epochs=1, batch_size=8, learning_rate=0.05, seed=3)
     static, projection = distill_table(tiny_encoder, dimensions=4, show_progress_bar=False)
     fit_table(static, projection, tiny_encoder, TEXT, config, None, show_progress_bar=False)
-    expected = static.embedding.weight.detach().numpy().copy()
+    expected = static.input_module.embedding.weight.detach().numpy().copy()
 
     encoded: list[int] = []
     original = tiny_encoder.encode
@@ -156,4 +158,6 @@ def test_the_teacher_pass_resumes_by_parts(
     monkeypatch.setattr(tiny_encoder, "encode", lambda s, **k: (encoded.append(len(s)), original(s, **k))[1])
     fit_table(static, projection, tiny_encoder, TEXT, config, tmp_path / "ckpt", show_progress_bar=False)
     assert encoded == [8]  # only the last part was left to the teacher
-    np.testing.assert_allclose(static.embedding.weight.detach().numpy(), expected, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        static.input_module.embedding.weight.detach().numpy(), expected, rtol=1e-6, atol=1e-7
+    )

@@ -44,14 +44,14 @@ def test_we_load_a_sentence_transformers_static_model(tiny_model_dir: Path, tmp_
 
 def test_the_vector_is_the_mean_of_the_token_rows(static_model: StaticEncoder) -> None:
     ids = static_model.tokenize(["the cat is good"]).ids[0]
-    expected = static_model.embedding.weight[ids].mean(0).detach().numpy()
+    expected = static_model.input_module.embedding.weight[ids].mean(0).detach().numpy()
     np.testing.assert_allclose(static_model.encode("the cat is good"), expected, rtol=1e-6)
     assert not static_model.encode([""]).any()  # an empty string: the zero vector, no error
     assert static_model.encode([]).shape == (0, 8)
 
 
 def test_truncation_is_reported(static_model: StaticEncoder, caplog: pytest.LogCaptureFixture) -> None:
-    static_model.limit = 3
+    static_model.input_module.limit = 3
     with caplog.at_level(logging.WARNING, logger="sbert"):
         vectors = static_model.encode(["a b c d e", "a b"])
     assert "1 of 2 inputs were longer than max_seq_length=3" in caplog.text
@@ -70,7 +70,7 @@ def test_identity_tells_static_tables_apart(static_model: StaticEncoder, static_
     loaded = SentenceEncoder.from_pretrained(static_dir)
     check_same_model(model_identity(static_model), loaded, "store")  # same weights: accepted
     with torch.no_grad():
-        loaded.embedding.weight[5] += 1
+        loaded.input_module.embedding.weight[5] += 1
     with pytest.raises(ModelLoadError, match="weights differ"):
         check_same_model(model_identity(static_model), loaded, "store")
 
@@ -89,7 +89,7 @@ def test_a_table_smaller_than_the_vocabulary_is_refused(static_dir: Path) -> Non
 
 
 def test_the_ascii_shortcut_gives_the_full_tokenizers_ids_in_order(static_model: StaticEncoder) -> None:
-    assert static_model.ascii_tokenizer is not None  # a BERT tokenizer: the shortcut is taken
+    assert static_model.input_module.ascii_tokenizer is not None  # a BERT tokenizer: the shortcut is taken
     texts = [
         "A Man Plays!",
         "Ünïcode café",
@@ -102,10 +102,10 @@ def test_the_ascii_shortcut_gives_the_full_tokenizers_ids_in_order(static_model:
         "wide\u3000space",
     ]
     texts = texts * 3
-    full = [e.ids for e in static_model._full_encodings(texts)]
-    assert [e.ids for e in static_model._encodings(texts)] == full
-    assert [e.ids for e in static_model._encodings(texts[:1] + texts[7:8])] == [full[0], full[7]]
-    assert [e.ids for e in static_model._encodings(texts[1:5])] == full[1:5]  # none plain
+    full = [e.ids for e in static_model.input_module._full_encodings(texts)]
+    assert [e.ids for e in static_model.input_module._encodings(texts)] == full
+    assert [e.ids for e in static_model.input_module._encodings(texts[:1] + texts[7:8])] == [full[0], full[7]]
+    assert [e.ids for e in static_model.input_module._encodings(texts[1:5])] == full[1:5]  # none plain
 
 
 def test_a_tokenizer_without_bert_normalizer_takes_no_shortcut(tiny_model_dir: Path) -> None:
@@ -114,5 +114,5 @@ def test_a_tokenizer_without_bert_normalizer_takes_no_shortcut(tiny_model_dir: P
     tokenizer = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
     tokenizer.normalizer = normalizers.NFKC()
     model = StaticEncoder(tokenizer, torch.zeros(tokenizer.get_vocab_size(), 2))
-    assert model.ascii_tokenizer is None
+    assert model.input_module.ascii_tokenizer is None
     assert model.encode(["a cat"]).shape == (1, 2)

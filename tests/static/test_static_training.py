@@ -39,7 +39,7 @@ def test_mnrl_on_a_static_model_matches_sentence_transformers(static_dir: Path) 
     expected.backward()
 
     assert value.item() == pytest.approx(expected.item(), abs=1e-5)
-    ours_grad = ours.embedding.weight.grad
+    ours_grad = ours.input_module.embedding.weight.grad
     theirs_grad = reference[0].embedding.weight.grad
     assert ours_grad is not None and theirs_grad is not None and ours_grad.abs().sum() > 0
     torch.testing.assert_close(ours_grad, theirs_grad, atol=1e-6, rtol=1e-4)
@@ -49,8 +49,8 @@ def test_cached_mnrl_on_a_static_model_gives_plain_gradients(static_model: Stati
     def gradient(loss: torch.nn.Module) -> torch.Tensor:
         static_model.zero_grad()
         loss(BATCH).backward()
-        assert static_model.embedding.weight.grad is not None
-        return static_model.embedding.weight.grad.clone()
+        assert static_model.input_module.embedding.weight.grad is not None
+        return static_model.input_module.embedding.weight.grad.clone()
 
     plain = gradient(MultipleNegativesRankingLoss(static_model))
     cached = gradient(CachedMultipleNegativesRankingLoss(static_model, mini_batch_size=3))

@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
 def describe_architecture(model: SentenceEncoder) -> str:
     """``bert, 6 layers, hidden 384``, or a static model's table size."""
-    if not hasattr(model, "transformer"):  # a StaticEncoder: a token table, no network
-        rows, dim = getattr(model, "embedding").weight.shape  # noqa: B009 (a StaticEncoder attribute)
+    if model.is_static:  # a token table, no network
+        rows, dim = getattr(model.input_module, "embedding").weight.shape  # noqa: B009 (a static table)
         return f"static, {rows} tokens × {dim}"
     config = model.transformer.model.config
     return f"{config.model_type}, {config.num_hidden_layers} layers, hidden {config.hidden_size}"

@@ -186,7 +186,7 @@ class OpenVinoEngine:
         jobs = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
         return [compiled.create_infer_request() for _ in range(jobs)]
 
-    def _example_ids(self) -> list[list[int]]:
+    def _example_ids(self) -> Sequence[Sequence[int]]:
         return self.transformer.tokenize(["An example sentence.", "Another."]).ids
 
     def _calibrated(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,14 +21,56 @@ CALIBRATED = ("mixed", "int8")  # static int8 in some or all projections: OpenVI
 INSTALL_OPENVINO = 'pip install "sbert[openvino]"'
 
 
-def check_precision(precision: str) -> str:
-    """Return ``precision`` in lower case, or raise ``ValueError`` listing the choices."""
-    return choice(precision, PRECISIONS, "precision")
+class ComputePrecision(StrEnum):
+    """How ``encode()`` computes, parsed once where a user names it (model2vec's ``DType`` is the
+    model). A member is the string it names: it compares, hashes, formats and prints as that string.
+
+    Examples:
+        >>> ComputePrecision.parse("BFloat16")
+        'bfloat16'
+        >>> ComputePrecision.parse("bfloat16") is ComputePrecision.BFLOAT16
+        True
+    """
+
+    AUTO = "auto"
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    MIXED = "mixed"
+    INT8 = "int8"
+
+    def __repr__(self) -> str:  # shown as the string it stands for, in plans and doctests alike
+        return repr(self.value)
+
+    @classmethod
+    def parse(cls, value: str) -> ComputePrecision:
+        """``value`` (any case) as a precision, or a ``ValueError`` listing the choices."""
+        return cls(choice(value, PRECISIONS, "precision"))
 
 
-def check_backend(backend: str) -> str:
-    """Return ``backend`` in lower case, or raise ``ValueError`` listing the choices."""
-    return choice(backend, BACKENDS, "backend")
+class ComputeBackend(StrEnum):
+    """The engine asked for: ``auto``, ``torch`` or ``openvino`` (a member is its string)."""
+
+    AUTO = "auto"
+    TORCH = "torch"
+    OPENVINO = "openvino"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @classmethod
+    def parse(cls, value: str) -> ComputeBackend:
+        """``value`` (any case) as a backend, or a ``ValueError`` listing the choices."""
+        return cls(choice(value, BACKENDS, "backend"))
+
+
+def check_precision(precision: str) -> ComputePrecision:
+    """Return ``precision`` parsed (lower case), or raise ``ValueError`` listing the choices."""
+    return ComputePrecision.parse(precision)
+
+
+def check_backend(backend: str) -> ComputeBackend:
+    """Return ``backend`` parsed (lower case), or raise ``ValueError`` listing the choices."""
+    return ComputeBackend.parse(backend)
 
 
 def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
@@ -84,18 +127,19 @@ def resolve_precision(
         >>> resolve_precision("auto", torch.device("cpu"), cpu=AVX2_ONLY)
         'float32'
     """
-    chosen, reason = choose_precision(precision, device, backend, cpu or this_cpu())
+    chosen, reason = choose_precision(
+        check_precision(precision), device, check_backend(backend), cpu or this_cpu()
+    )
     if reason is not None:
         warn_once(reason)
     return chosen
 
 
 def choose_precision(
-    precision: str, device: torch.device, backend: str, cpu: CpuCapabilities
-) -> tuple[str, str | None]:
+    precision: ComputePrecision, device: torch.device, backend: ComputeBackend, cpu: CpuCapabilities
+) -> tuple[ComputePrecision, str | None]:
     """:func:`resolve_precision` without the warning: the precision, and why it differs from the one
     asked for (``None`` when it does not)."""
-    precision = check_precision(precision)
     if precision == "auto":
         return _bf16_or_float32(device, cpu), None
     if precision in CALIBRATED:
@@ -105,25 +149,29 @@ def choose_precision(
         fallback = torch_precision(precision, device, cpu)
         return fallback, f"precision={precision!r} {problem}, so {fallback} is used instead"
     if precision == "bfloat16" and not _native_bf16(device, cpu):
-        return "float32", (
+        return ComputePrecision.FLOAT32, (
             f"precision='bfloat16' needs native bf16 (AVX512-BF16 or AMX on CPU); {device} has none, "
             "so float32 is used instead"
         )
     return precision, None
 
 
-def torch_precision(precision: str, device: torch.device, cpu: CpuCapabilities | None = None) -> str:
+def torch_precision(
+    precision: str, device: torch.device, cpu: CpuCapabilities | None = None
+) -> ComputePrecision:
     """What PyTorch runs when OpenVINO cannot: int8 is float32, mixed keeps its bf16 part."""
     if precision == "int8":
-        return "float32"
-    return _bf16_or_float32(device, cpu or this_cpu()) if precision == "mixed" else precision
+        return ComputePrecision.FLOAT32
+    if precision == "mixed":
+        return _bf16_or_float32(device, cpu or this_cpu())
+    return ComputePrecision(precision)
 
 
-def _bf16_or_float32(device: torch.device, cpu: CpuCapabilities) -> str:
-    return "bfloat16" if _native_bf16(device, cpu) else "float32"
+def _bf16_or_float32(device: torch.device, cpu: CpuCapabilities) -> ComputePrecision:
+    return ComputePrecision.BFLOAT16 if _native_bf16(device, cpu) else ComputePrecision.FLOAT32
 
 
-def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
+def resolve_backend(backend: str, device: torch.device, precision: str) -> ComputeBackend:
     """The engine that runs ``precision`` (already resolved): ``torch`` or ``openvino``.
 
     ``auto`` is OpenVINO on CPU when the extra is installed (faster at every precision on the
@@ -135,7 +183,8 @@ def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
     """
     backend = check_backend(backend)
     if backend == "auto":
-        return "openvino" if device.type == "cpu" and openvino_installed() else "torch"
+        cpu_openvino = device.type == "cpu" and openvino_installed()
+        return ComputeBackend.OPENVINO if cpu_openvino else ComputeBackend.TORCH
     if backend == "openvino":
         if not openvino_installed():
             raise ImportError(f"backend='openvino' needs the openvino extra: {INSTALL_OPENVINO}")
@@ -144,8 +193,8 @@ def resolve_backend(backend: str, device: torch.device, precision: str) -> str:
     return backend
 
 
-def _int8_problem(device: torch.device, backend: str, cpu: CpuCapabilities) -> str | None:
-    if check_backend(backend) == "torch":
+def _int8_problem(device: torch.device, backend: ComputeBackend, cpu: CpuCapabilities) -> str | None:
+    if backend == "torch":
         return "runs only on the openvino backend, not on torch"
     if device.type != "cpu":
         return f"runs on the CPU, not on {device}"

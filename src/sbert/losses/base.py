@@ -48,7 +48,7 @@ class SentenceLoss(nn.Module):
         super().__init__()
         self.model = model
         # Token ids by text, filled by lengths(): the trainer tokenizes the data set once, not every step.
-        self._token_ids: dict[str, list[int]] = {}
+        self._token_ids: dict[str, Sequence[int]] = {}
         self.gather_across_ranks = True
 
     @property
@@ -71,7 +71,7 @@ class SentenceLoss(nn.Module):
         self._token_ids = dict(zip(texts, self.model.tokenize(texts).ids))
         return [max(len(self._token_ids[text]) for text in example_texts(e)) for e in examples]
 
-    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+    def token_ids(self, texts: Sequence[str]) -> list[Sequence[int]]:
         """Token ids of each text, from the cache that :meth:`lengths` filled where possible."""
         missing = [text for text in texts if text not in self._token_ids]
         fresh = dict(zip(missing, self.model.tokenize(missing).ids)) if missing else {}

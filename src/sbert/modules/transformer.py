@@ -7,11 +7,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+import transformers
 from torch import Tensor, nn
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoTokenizer,
+    PretrainedConfig,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 from transformers.utils import logging as hf_logging
 
 from sbert.errors import ModelLoadError
@@ -22,19 +31,21 @@ from sbert.model_checks import check_loading_info, check_max_seq_length, check_t
 class Tokenized:
     """Token ids of a list of texts, unpadded, and how many texts were cut to ``max_seq_length``."""
 
-    ids: list[list[int]]
+    ids: Sequence[Sequence[int]]
     truncated: int
 
     @property
     def lengths(self) -> list[int]:
-        return [len(ids) for ids in self.ids]
+        flat = getattr(self.ids, "lengths", None)  # a static model's FlatIds knows them
+        return flat.tolist() if flat is not None else [len(ids) for ids in self.ids]
 
 
 class Transformer(nn.Module):
     """A Hugging Face encoder with its tokenizer: the token-level half of a sentence encoder.
 
     Args:
-        model: Any ``AutoModel`` encoder (BERT, RoBERTa, MiniLM, ...).
+        model: Any ``AutoModel`` encoder (BERT, RoBERTa, MiniLM, ...), a decoder (with
+            ``lasttoken`` pooling) or the encoder of a T5 (``T5EncoderModel``: sentence-t5, GTR).
         tokenizer: Its fast tokenizer.
         max_seq_length: Longer inputs are truncated to this many tokens (special tokens included).
         do_lower_case: Lower-case text before tokenizing (for cased models used uncased).
@@ -76,7 +87,7 @@ class Transformer(nn.Module):
             raise ModelLoadError(f"{config_file}: cannot be read: {error}") from error
         try:
             with quiet_transformers():  # its load report is silenced: check_loading_info names the weights
-                model, info = AutoModel.from_pretrained(
+                model, info = model_class(config).from_pretrained(
                     path,
                     config=config,
                     use_safetensors=True,
@@ -161,6 +172,17 @@ class Transformer(nn.Module):
 
 
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+# Encoder-decoder models whose encoder alone makes token vectors (sentence-t5, GTR): AutoModel would
+# build the whole seq2seq model, whose decoder then asks for inputs (sentence-transformers does the same).
+_ENCODER_ONLY = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
+
+
+def model_class(config: PretrainedConfig) -> Any:
+    """The transformers class that loads ``config``'s token encoder: ``AutoModel``, or the encoder
+    half of a T5."""
+    name = _ENCODER_ONLY.get(getattr(config, "model_type", ""))
+    return getattr(transformers, name) if name else AutoModel
 
 
 @contextmanager

@@ -20,20 +20,20 @@ from sbert.server.batcher import Embedded, InputTooLong
 
 def is_static(model: ServedModel) -> bool:
     """Whether ``model`` averages a token table (no transformer, no special tokens)."""
-    return getattr(model, "transformer", None) is None and hasattr(model, "embedding")
+    return bool(getattr(model, "is_static", False))
 
 
 def vocabulary_size(model: ServedModel) -> int:
     """Token ids the model's tokenizer knows (``0`` to this, less one)."""
     if is_static(model):
-        return int(model.tokenizer.get_vocab_size())  # type: ignore[attr-defined]
+        return int(model.input_module.tokenizer.get_vocab_size())  # type: ignore[attr-defined]
     return len(model.transformer.tokenizer)  # type: ignore[attr-defined]
 
 
 def decode(model: ServedModel, rows: list[list[int]], skip_special_tokens: bool) -> list[str]:
     """Each list of token ids back to text."""
     if is_static(model):
-        return list(model.tokenizer.decode_batch(rows, skip_special_tokens=skip_special_tokens))  # type: ignore[attr-defined]
+        return list(model.input_module.tokenizer.decode_batch(rows, skip_special_tokens=skip_special_tokens))  # type: ignore[attr-defined]
     tokenizer = model.transformer.tokenizer  # type: ignore[attr-defined]
     return list(tokenizer.batch_decode(rows, skip_special_tokens=skip_special_tokens))
 
@@ -49,7 +49,7 @@ def tokens_of(model: ServedModel, texts: list[str], add_special_tokens: bool) ->
         [[{'id': 4089, 'text': 'Rain', 'special': False, 'start': 0, 'stop': 4}]]
     """
     if is_static(model):  # no special tokens: a static model's tokenizer adds none
-        encodings = model.tokenizer.encode_batch(texts, add_special_tokens=False)  # type: ignore[attr-defined]
+        encodings = model.input_module.tokenizer.encode_batch(texts, add_special_tokens=False)  # type: ignore[attr-defined]
     else:
         transformer = model.transformer  # type: ignore[attr-defined]
         lowered = [text.lower() for text in texts] if transformer.do_lower_case else texts
@@ -94,7 +94,7 @@ def token_vectors(model: ServedModel, texts: list[str], truncate: bool) -> list[
         for start in range(0, len(texts), 32):  # bounded memory for long lists
             ids = model.tokenize(texts[start : start + 32]).ids  # type: ignore[attr-defined]
             if is_static(model):
-                table = model.embedding.weight  # type: ignore[attr-defined]  # (vocabulary, dim)
+                table = model.input_module.embedding.weight  # type: ignore[attr-defined]  # (vocabulary, dim)
                 rows += [table[torch.tensor(row, dtype=torch.long)].float().numpy() for row in ids]
                 continue
             transformer = model.transformer  # type: ignore[attr-defined]

@@ -113,7 +113,7 @@ def distill_table(
     dimensions: int = 256,
     sif_coefficient: float = 1e-4,
     show_progress_bar: bool = True,
-) -> tuple[StaticEncoder, Projection]:
+) -> tuple[SentenceEncoder, Projection]:
     """A static model from ``teacher`` without any text, and the PCA that maps teacher vectors to it.
 
     Examples:

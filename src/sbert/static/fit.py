@@ -32,8 +32,8 @@ from tqdm.auto import tqdm
 from sbert.encoder import SentenceEncoder
 from sbert.files import replace_dir, staging_dir
 from sbert.identity import model_identity
+from sbert.modules import StaticEmbedding
 from sbert.static.distill import Projection
-from sbert.static.encoder import StaticEncoder
 
 # Sentences per saved part of the teacher pass.
 TEACHER_PART = 8192
@@ -57,7 +57,7 @@ class FitConfig:
 
 
 def fit_table(
-    student: StaticEncoder,
+    student: SentenceEncoder,
     projection: Projection,
     teacher: SentenceEncoder,
     sentences: list[str],
@@ -77,22 +77,23 @@ def fit_table(
             one there continues from it. ``None``: nothing is kept.
         show_progress_bar: Bars for the teacher pass and each epoch.
     """
-    ids, lengths, _ = student._token_ids(sentences)
+    table = static_table(student)
+    ids, lengths, _ = table.token_ids(sentences)
     keep = lengths > 0
     sentences = [s for s, k in zip(sentences, keep) if k]
     starts = np.concatenate([[0], np.cumsum(lengths)])[:-1][keep]
     lengths = lengths[keep]
     text_key = _text_key(teacher, projection, sentences)
-    key = _run_key(text_key, student, config)
+    key = _run_key(text_key, table, config)
     targets = _teacher_targets(teacher, projection, sentences, text_key, checkpoint_dir, show_progress_bar)
 
-    weight = student.embedding.weight
+    weight = table.embedding.weight
     optimizer = torch.optim.SparseAdam([weight], lr=config.learning_rate)
     generator = torch.Generator().manual_seed(config.seed)
-    first = _resume(checkpoint_dir, key, student, optimizer, generator)
+    first = _resume(checkpoint_dir, key, table, optimizer, generator)
     loss_mean = float("nan")
     student.train()
-    student.embedding.sparse = True  # gradients for the rows a batch uses only (SparseAdam's input)
+    table.embedding.sparse = True  # gradients for the rows a batch uses only (SparseAdam's input)
     try:
         for epoch in range(first, config.epochs):
             order = torch.randperm(len(sentences), generator=generator).numpy()
@@ -103,7 +104,7 @@ def fit_table(
                 rows = order[start : start + config.batch_size]
                 flat = np.concatenate([ids[s : s + n] for s, n in zip(starts[rows], lengths[rows])])
                 offsets = np.concatenate([[0], np.cumsum(lengths[rows])[:-1]])
-                vectors = student.embedding(torch.from_numpy(flat), torch.from_numpy(offsets))  # (batch, dim)
+                vectors = table.embedding(torch.from_numpy(flat), torch.from_numpy(offsets))  # (batch, dim)
                 loss = 1 - torch.nn.functional.cosine_similarity(vectors, targets[rows]).mean()
                 optimizer.zero_grad()
                 loss.backward()
@@ -111,11 +112,18 @@ def fit_table(
                 total += float(loss.detach()) * len(rows)
             loss_mean = total / len(order)
             if checkpoint_dir is not None:
-                _save_state(checkpoint_dir, key, epoch + 1, student, optimizer, generator)
+                _save_state(checkpoint_dir, key, epoch + 1, table, optimizer, generator)
     finally:
-        student.embedding.sparse = False
+        table.embedding.sparse = False
     student.eval()
     return {"loss": loss_mean}
+
+
+def static_table(model: SentenceEncoder) -> StaticEmbedding:
+    """The token table of a static model; a ``TypeError`` naming any other model."""
+    if not isinstance(model.input_module, StaticEmbedding):
+        raise TypeError(f"{model.name} is not a static model: it has no token table to fit")
+    return model.input_module
 
 
 def _text_key(teacher: SentenceEncoder, projection: Projection, sentences: list[str]) -> str:
@@ -127,10 +135,10 @@ def _text_key(teacher: SentenceEncoder, projection: Projection, sentences: list[
     return digest.hexdigest()
 
 
-def _run_key(text_key: str, student: StaticEncoder, config: FitConfig) -> str:
+def _run_key(text_key: str, table: StaticEmbedding, config: FitConfig) -> str:
     """What a checkpoint must match: the text key, the starting table and the configuration."""
     digest = hashlib.sha256(text_key.encode())
-    digest.update(student.embedding.weight.detach().numpy().tobytes())
+    digest.update(table.embedding.weight.detach().numpy().tobytes())
     digest.update(json.dumps(asdict(config), sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -198,16 +206,16 @@ def _save_state(
     folder: Path,
     key: str,
     epoch: int,
-    student: StaticEncoder,
+    table: StaticEmbedding,
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
 ) -> None:
-    state = optimizer.state[student.embedding.weight]
+    state = optimizer.state[table.embedding.weight]
     staging = staging_dir(folder / "state")
     try:
         save_file(
             {
-                "table": student.embedding.weight.detach().contiguous(),
+                "table": table.embedding.weight.detach().contiguous(),
                 "exp_avg": state["exp_avg"],
                 "exp_avg_sq": state["exp_avg_sq"],
                 "step": torch.as_tensor(state["step"]).reshape(1).float(),
@@ -225,7 +233,7 @@ def _save_state(
 def _resume(
     folder: Path | None,
     key: str,
-    student: StaticEncoder,
+    table: StaticEmbedding,
     optimizer: torch.optim.Optimizer,
     generator: torch.Generator,
 ) -> int:
@@ -239,7 +247,7 @@ def _resume(
             "remove it or choose another --checkpoint-dir"
         )
     saved = load_file(str(folder / "state" / "state.safetensors"))
-    weight = student.embedding.weight
+    weight = table.embedding.weight
     with torch.no_grad():
         weight.copy_(saved["table"])
     optimizer.state[weight] = {

@@ -18,7 +18,6 @@ from sbert.encoder import SentenceEncoder
 from sbert.identity import model_identity
 from sbert.outputs import MODEL, claiming
 from sbert.static.distill import check_dimensions, distill_table
-from sbert.static.encoder import StaticEncoder
 from sbert.static.fit import FitConfig, fit_table
 
 RECORD_FILE = "distill.json"
@@ -32,7 +31,7 @@ def distill_static(
     corpus: Sequence[str | Path] = (),
     config: FitConfig = FitConfig(),  # noqa: B008 (frozen)
     show_progress_bar: bool = True,
-) -> StaticEncoder:
+) -> SentenceEncoder:
     """Distil a static model from ``teacher``, fit it on ``corpus`` if given, and save it to ``output``.
 
     Args:
@@ -61,7 +60,7 @@ def distill_static(
         (1, 32)
     """
     model = teacher if isinstance(teacher, SentenceEncoder) else SentenceEncoder.from_pretrained(teacher)
-    if isinstance(model, StaticEncoder):
+    if model.is_static:
         raise ValueError(f"teacher {model.name!r} is a static model; distil from a transformer model")
     check_dimensions(dimensions, model.dim, model.name)
     sentences = [text for file in corpus for text in _corpus_texts(Path(file))]

@@ -64,7 +64,6 @@ from sbert.options import (
     TripletDistance,
     choice,
 )
-from sbert.static import StaticEncoder
 from sbert.training.config import TrainingConfig
 from sbert.training.trainer import (
     CHECKPOINT_DIR,
@@ -184,7 +183,7 @@ def default_learning_rate(model: SentenceEncoder | None) -> float:
         >>> default_learning_rate(None)
         2e-05
     """
-    return STATIC_LEARNING_RATE if isinstance(model, StaticEncoder) else 2e-5
+    return STATIC_LEARNING_RATE if getattr(model, "is_static", False) else 2e-5
 
 
 def train_stage(

@@ -1,0 +1,62 @@
+"""The steps of ``SentenceEncoder.encode()``: prepare (prompt, tokens, options) → run → finish."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from sbert.inference.plan import EnginePlan
+from sbert.inference.runners import RunOptions
+from sbert.inputs import check_count
+from sbert.modules import Tokenized
+
+
+@dataclass
+class Prepared:
+    """What ``encode()`` runs on: the tokens of the prompted texts and the run options."""
+
+    single: bool  # one string was given: the result is one vector
+    tokens: Tokenized
+    options: RunOptions
+
+
+def run_options(
+    batch_size: int, max_tokens: int | None, batch_cost_tokens: int | None, pack: bool
+) -> RunOptions:
+    check_count("batch_size", batch_size)
+    for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
+        if value is not None:
+            check_count(name, value)
+    return RunOptions(batch_size, max_tokens, batch_cost_tokens, pack)
+
+
+def finish(
+    embeddings: Tensor, plan: EnginePlan, single: bool, normalize: bool, convert_to_tensor: bool
+) -> np.ndarray | Tensor:
+    """The vectors as asked: checked finite, unit length if ``normalize``, one row for one string."""
+    check_finite(embeddings, plan)
+    if normalize:
+        embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
+    result = embeddings[0] if single else embeddings
+    return result if convert_to_tensor else result.numpy()
+
+
+def prompt_length(features: Mapping[str, Tensor]) -> int:
+    """The prompt's tokens, which pooling leaves out where ``include_prompt`` is off (0: none)."""
+    return int(features["prompt_length"]) if "prompt_length" in features else 0
+
+
+def check_finite(embeddings: Tensor, plan: EnginePlan) -> None:
+    """Raise ``FloatingPointError`` naming the first sentence whose vector holds NaN or inf."""
+    if torch.isfinite(embeddings.sum(dtype=torch.float64)):  # one pass: a NaN or inf anywhere makes it so
+        return
+    bad = (~torch.isfinite(embeddings)).any(dim=1).nonzero()
+    if len(bad):
+        raise FloatingPointError(
+            f"sentence {int(bad[0])} (of {len(embeddings)}) got a vector with NaN or inf from "
+            f"{plan.backend}/{plan.precision}; {len(bad)} vector(s) in all"
+        )
