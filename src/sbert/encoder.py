@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from sbert.batching import length_sorted_batches
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
+from sbert.inference.cuda_pipeline import RunOptions
 from sbert.inference.engines import Engines, prompt_length
 from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
 from sbert.inference.plan import EnginePlan
@@ -370,6 +371,11 @@ class SentenceEncoder(nn.Module):
                     pooled = embed(tokenized.ids, batches, lambda: progress.update())
                     with torch.inference_mode():
                         embeddings = self.after_pooling(pooled.to(self.device)).float().cpu()
+                elif self.device.type == "cuda":  # host work overlaps the device's (issue 35)
+                    options = RunOptions(batch_size, max_tokens, batch_cost_tokens, pack, prompt_length)
+                    progress.reset(total=len(texts))  # its batches are cut by tokens: count sentences
+                    pipeline = self.engines.cuda_pipeline(run_precision)
+                    embeddings = pipeline.run(tokenized.ids, options, progress.update)
                 else:
                     with torch.inference_mode():
                         forward = self.engines.torch_forward(run_precision)

@@ -128,3 +128,12 @@ def test_bucket_padding_never_changes_a_vector(tiny_encoder: SentenceEncoder) ->
         ["a man plays the guitar", "rain", "the big red car"], convert_to_tensor=True
     )
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_the_encoder_rebuilds_its_pipeline_when_the_weights_change(tiny_encoder: SentenceEncoder) -> None:
+    first = tiny_encoder.engines.cuda_pipeline("float32")
+    assert tiny_encoder.engines.cuda_pipeline("float32") is first
+    with torch.no_grad():
+        next(tiny_encoder.transformer.model.parameters()).add_(1.0)
+    assert tiny_encoder.engines.cuda_pipeline("float32") is not first
+    assert tiny_encoder.engines.cuda_pipeline("float16").dtype == torch.float16

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from sbert.inference.cpu import CpuCapabilities
+from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline
 from sbert.inference.fast_bert import FastBert, parameter_version, supports
 from sbert.inference.openvino_engine import OpenVinoEngine
 from sbert.inference.packing import packable
@@ -43,6 +44,7 @@ class Engines:
         self.openvino_failed: dict[str, str] = {}  # by precision: why OpenVINO does not run it
         self.fast: FastBert | None = None  # bf16 weights, rebuilt when the float32 weights change
         self.openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like fast
+        self.pipeline: tuple[tuple[object, ...], CudaPipeline] | None = None  # by precision and weights
 
     def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
         """The plan for ``precision`` on ``backend`` (default: the model's requested backend), made
@@ -89,7 +91,17 @@ class Engines:
             if self.fast is None or self.fast.version != parameter_version(network):
                 self.fast = FastBert(network, torch.bfloat16)
             return self._fast_forward
-        return self._autocast_forward
+        return lambda features: self._autocast_forward(features, DTYPES.get(precision, torch.bfloat16))
+
+    def cuda_pipeline(self, precision: str) -> CudaPipeline:
+        """The GPU pipeline (:mod:`sbert.inference.cuda_pipeline`) for ``precision``, built again
+        whenever the weights or the device have changed (its weights are converted copies)."""
+        model = self.model
+        key = (precision, str(model.device), parameter_version(model.transformer.model))
+        if self.pipeline is None or self.pipeline[0] != key:
+            pipeline = CudaPipeline(model.transformer, model.pooling, model.after_pooling, DTYPES[precision])
+            self.pipeline = (key, pipeline)
+        return self.pipeline[1]
 
     def openvino_engine(self, precision: str) -> OpenVinoEngine | None:
         """The compiled engine for ``precision``, converted again whenever the weights have changed.
@@ -158,8 +170,8 @@ class Engines:
         pooled = self.model.pooling(token_embeddings, mask, prompt_length(features))
         return self.model.after_pooling(pooled)
 
-    def _autocast_forward(self, features: dict[str, Tensor]) -> Tensor:
-        with torch.autocast(self.model.device.type, dtype=torch.bfloat16):
+    def _autocast_forward(self, features: dict[str, Tensor], dtype: torch.dtype) -> Tensor:
+        with torch.autocast(self.model.device.type, dtype=dtype):
             return self.model(features).float()
 
 

@@ -17,6 +17,7 @@ from sbert.inference.precision import (
     check_backend,
     check_precision,
     choose_precision,
+    cuda_auto,
     resolve_backend,
     torch_precision,
     warn_once,
@@ -35,10 +36,11 @@ class EnginePlan:
         requested_backend: What was asked for (``auto``, ``torch``, ``openvino``).
         device: Where it runs (``"cpu"``, ``"cuda:0"``).
         cpu: The CPU capabilities the plan was made for.
-        precision: What runs: ``float32``, ``bfloat16``, ``mixed`` or ``int8``.
+        precision: What runs: ``float32``, ``bfloat16``, ``float16`` (CUDA), ``mixed`` or ``int8``.
         backend: What runs it: ``torch`` or ``openvino``.
         packs: Whether ``encode(pack=True)`` packs rows (:mod:`sbert.inference.packing`).
         fallbacks: Why the precision or backend differ from what was asked for, one line each.
+        reason: Why ``auto`` chose this precision where the device alone decides (CUDA); else ``None``.
 
     Examples:
         >>> import torch
@@ -58,6 +60,7 @@ class EnginePlan:
     backend: str
     packs: bool = False
     fallbacks: tuple[str, ...] = ()
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a store manifest, an index manifest or ``/health`` records it."""
@@ -69,6 +72,7 @@ class EnginePlan:
             "cpu": self.cpu.name,
             "requested": {"precision": self.requested_precision, "backend": self.requested_backend},
             "fallbacks": list(self.fallbacks),
+            "reason": self.reason,
         }
 
     def without_openvino(self, reason: str) -> EnginePlan:
@@ -114,6 +118,7 @@ def make_plan(
         backend=engine,
         packs=engine == "openvino" and packable(chosen),
         fallbacks=(reason,) if reason else (),
+        reason=cuda_auto(device)[1] if requested_precision == "auto" and device.type == "cuda" else None,
     )
 
 
