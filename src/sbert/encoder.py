@@ -331,19 +331,16 @@ class SentenceEncoder(nn.Module):
         single = isinstance(sentences, str)
         texts, prompt_length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
-        if texts:
+        if texts and plan.backend == "torch" and self.device.type == "cuda":  # issue 35
+            options = RunOptions(batch_size, max_tokens, batch_cost_tokens, pack, prompt_length)
+            embeddings = self._encode_on_gpu(texts, plan.precision, options, show_progress_bar)
+        elif texts:
             engine = self.engines.openvino_engine(plan.precision) if plan.backend == "openvino" else None
             if plan.backend == "openvino" and engine is None:  # conversion failed: the plan says so now
                 plan = self.plan_for(plan.requested_precision)
             run_precision = plan.precision
             tokenized = self.tokenize(texts)
-            if tokenized.truncated:
-                logger.warning(
-                    "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
-                    tokenized.truncated,
-                    len(texts),
-                    self.max_seq_length,
-                )
+            self._warn_truncated(tokenized.truncated, len(texts))
             packed = pack and engine is not None and plan.packs
             if packed and engine is not None and (failure := engine.packed_failure()):
                 warn_once(f"{self.name}: {failure}; padded batches run instead")
@@ -371,11 +368,6 @@ class SentenceEncoder(nn.Module):
                     pooled = embed(tokenized.ids, batches, lambda: progress.update())
                     with torch.inference_mode():
                         embeddings = self.after_pooling(pooled.to(self.device)).float().cpu()
-                elif self.device.type == "cuda":  # host work overlaps the device's (issue 35)
-                    options = RunOptions(batch_size, max_tokens, batch_cost_tokens, pack, prompt_length)
-                    progress.reset(total=len(texts))  # its batches are cut by tokens: count sentences
-                    pipeline = self.engines.cuda_pipeline(run_precision)
-                    embeddings = pipeline.run(tokenized.ids, options, progress.update)
                 else:
                     with torch.inference_mode():
                         forward = self.engines.torch_forward(run_precision)
@@ -395,6 +387,42 @@ class SentenceEncoder(nn.Module):
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result = embeddings[0] if single else embeddings
         return result if convert_to_tensor else result.numpy()
+
+    def _encode_on_gpu(
+        self, texts: list[str], precision: str, options: RunOptions, show_progress_bar: bool | None
+    ) -> Tensor:
+        """:meth:`encode` on CUDA: the GPU pipeline (:mod:`sbert.inference.cuda_pipeline`), which
+        tokenizes a chunk ahead while the device runs, batches by tokens and waits for it once."""
+        truncated: list[int] = []
+
+        def tokenize(chunk: Sequence[str]) -> list[list[int]]:
+            tokenized = self.tokenize(chunk)
+            truncated.append(tokenized.truncated)
+            return tokenized.ids
+
+        if show_progress_bar is None:
+            show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+        was_training = self.training
+        self.eval()  # the padded path, for a model the pipeline cannot unpad, runs the modules
+        try:
+            with tqdm(
+                total=len(texts), desc="Encoding", unit="sentence", disable=not show_progress_bar
+            ) as bar:
+                pipeline = self.engines.cuda_pipeline(precision)
+                embeddings = pipeline.run_texts(texts, tokenize, options, bar.update)
+        finally:
+            self.train(was_training)
+        self._warn_truncated(sum(truncated), len(texts))
+        return embeddings
+
+    def _warn_truncated(self, truncated: int, total: int) -> None:
+        if truncated:
+            logger.warning(
+                "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
+                truncated,
+                total,
+                self.max_seq_length,
+            )
 
     def encode_query(
         self,

@@ -96,3 +96,23 @@ def test_auto_float16_stays_within_the_documented_bound() -> None:
     gpu = SentenceEncoder.from_pretrained(device="cuda")
     assert gpu.plan.precision == "float16", gpu.plan.reason
     assert _cosine_distance(reference.encode(SENTENCES), gpu.encode(SENTENCES)) <= FLOAT16_COSINE_BOUND
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_a_store_across_every_gpu_equals_one_gpu(tiny_model_dir: Path, tmp_path: Path) -> None:
+    ray = pytest.importorskip("ray")
+    from sbert.store import encode_corpus
+
+    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cuda")
+    texts = [f"{SENTENCES[i % 4]} {i}" for i in range(400)]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    options = {"shard_size": 100, "chunk_rows": 50, "show_progress": False}
+    ray.init(num_gpus=torch.cuda.device_count(), include_dashboard=False, log_to_driver=False)
+    try:
+        spread = encode_corpus(model, source, tmp_path / "ray", engine="ray", **options)
+    finally:
+        ray.shutdown()
+    rows = np.arange(len(texts))
+    expected = model.encode(texts)
+    assert _cosine_distance(spread.vectors(rows), expected) <= 1e-5  # float16 both: batches differ

@@ -137,3 +137,37 @@ def test_the_encoder_rebuilds_its_pipeline_when_the_weights_change(tiny_encoder:
         next(tiny_encoder.transformer.model.parameters()).add_(1.0)
     assert tiny_encoder.engines.cuda_pipeline("float32") is not first
     assert tiny_encoder.engines.cuda_pipeline("float16").dtype == torch.float16
+
+
+def test_texts_tokenized_a_chunk_ahead_give_sentence_transformers_vectors(tiny_model_dir: Path) -> None:
+    sentences = _sentences(50, seed=4)
+    expected = SentenceTransformer(str(tiny_model_dir), device="cpu").encode(sentences)
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    tokenized_on: set[str] = set()
+
+    def tokenize(chunk: object) -> list[list[int]]:
+        tokenized_on.add(threading.current_thread().name)
+        return model.tokenize(chunk).ids  # type: ignore[arg-type]
+
+    pipeline = _pipeline(model, PipelineOptions(max_batch_tokens=70))
+    got = pipeline.run_texts(sentences, tokenize, RunOptions(), lambda done: None, chunk=7)
+    np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
+    assert tokenized_on and all(name.startswith("sbert-tokenize") for name in tokenized_on)
+
+
+def test_encode_on_the_gpu_path_warns_of_truncation_once_and_keeps_the_training_mode(
+    tiny_encoder: SentenceEncoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The GPU branch of encode(), run on the CPU (it is device-agnostic).
+    sentences = ["word " * 100, "rain", "word " * 80]
+    tiny_encoder.train()
+    with caplog.at_level("WARNING", logger="sbert"):
+        got = tiny_encoder._encode_on_gpu(sentences, "float32", RunOptions(), False)
+    assert tiny_encoder.training
+    assert [r.getMessage() for r in caplog.records] == [
+        "2 of 3 inputs were longer than max_seq_length=64 tokens and were truncated"
+    ]
+    expected = tiny_encoder.encode(sentences, precision="float32")
+    np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)

@@ -4,8 +4,8 @@ On a GPU the forward pass of a small model outruns the host: sorting, padding, c
 for each batch's result leave the device idle (issue 35). Here a host thread assembles batch k+1
 (flat token arrays in page-locked memory) while the device runs batch k; copies are non-blocking;
 every batch's vectors are written into one device tensor in input order, and the host waits for the
-device once, at the end. Batches are cut by tokens, not sentences (:func:`~sbert.batching.token_budget_batches`),
-and BERT models run unpadded (:mod:`sbert.inference.unpadded`); small batches replay CUDA graphs
+device once, at the end; texts are tokenized a chunk ahead on another thread. Batches are cut by
+tokens, not sentences (:func:`~sbert.batching.token_budget_batches`), and BERT models run unpadded (:mod:`sbert.inference.unpadded`); small batches replay CUDA graphs
 (:mod:`sbert.inference.cuda_graphs`). Other models run padded batches under autocast.
 
 Nothing here needs CUDA: on the CPU the same code runs without pinned memory or graphs, which is how
@@ -32,6 +32,9 @@ from sbert.inference.unpadded import UnpaddedBatch, UnpaddedBert, padded_tokens,
 from sbert.modules import Pooling, Transformer
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# Sentences tokenized at a time by run_texts: small enough that the first chunk, which nothing
+# overlaps, is a fraction of a pass; large enough for several token-budget batches.
+TOKENIZE_CHUNK = 2048
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,33 @@ class CudaPipeline:
     ) -> Tensor:
         """Pooled sentence vectors after the layers after pooling, ``(n, dim)`` float32 on the CPU, in
         input order. ``progress`` is called with each batch's number of sentences."""
+        return self._on_device(ids, options, progress).cpu()  # the one wait for the device
+
+    def run_texts(
+        self,
+        texts: Sequence[str],
+        tokenize: Callable[[Sequence[str]], Sequence[Sequence[int]]],
+        options: RunOptions,
+        progress: Callable[[int], None],
+        chunk: int = TOKENIZE_CHUNK,
+    ) -> Tensor:
+        """:meth:`run` on texts, tokenized ``chunk`` at a time on a host thread: chunk i+1 while the
+        device runs chunk i (the Rust tokenizer releases the GIL). Batches never span two chunks;
+        unpadded, that costs no padding."""
+        parts: list[Tensor] = []
+        with ThreadPoolExecutor(1, thread_name_prefix="sbert-tokenize") as tokenizer:
+            pending = tokenizer.submit(tokenize, texts[:chunk])
+            for start in range(0, len(texts), chunk):
+                ids = pending.result()
+                if start + chunk < len(texts):
+                    pending = tokenizer.submit(tokenize, texts[start + chunk : start + 2 * chunk])
+                parts.append(self._on_device(ids, options, progress))
+        return torch.cat(parts).cpu() if parts else torch.empty((0, 0))
+
+    def _on_device(
+        self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
+    ) -> Tensor:
+        """:meth:`run`'s vectors left on the device, every batch queued without waiting for it."""
         batches = self.batches([len(row) for row in ids], options)
         output: Tensor | None = None  # (n, dim) on the device, allocated when the first batch gives dim
         with ThreadPoolExecutor(1, thread_name_prefix="sbert-host") as host, torch.inference_mode():
@@ -129,7 +159,7 @@ class CudaPipeline:
                     output = torch.empty((len(ids), vectors.shape[1]), device=self.device)
                 output.index_copy_(0, order, vectors)
                 progress(len(batch.order))
-        return torch.empty((0, 0)) if output is None else output.cpu()  # the one wait for the device
+        return torch.empty((0, 0), device=self.device) if output is None else output
 
     def batches(self, lengths: Sequence[int], options: RunOptions) -> list[np.ndarray]:
         """Index arrays, longest first: by tokens where a budget applies (CUDA), else by sentences."""
