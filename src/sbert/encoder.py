@@ -110,8 +110,8 @@ class SentenceEncoder(nn.Module):
                 read into :attr:`prompts`.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
-            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it
-                natively, else float32; never calibrated, see :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
+            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the CPU has it natively,
+                float16 on a CUDA GPU with tensor cores, else float32; never calibrated, see :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
                 the query, key and feed-forward input projections, bf16 elsewhere) or ``"int8"``
                 (every projection; the last two are static quantization and need the openvino
                 extra). ``forward()`` (training) is always float32.
@@ -204,10 +204,10 @@ class SentenceEncoder(nn.Module):
 
     @property
     def precision(self) -> str:
-        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``.
+        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"mixed"`` or ``"int8"``.
 
-        ``auto`` resolves to ``bfloat16`` where the device multiplies bf16 natively, else
-        ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
+        ``auto`` resolves to ``bfloat16`` where the CPU multiplies bf16 natively, ``float16`` on a
+        CUDA GPU with tensor cores (:attr:`plan`'s ``reason`` says why), else ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
         on the device, the backend and the installed extras, never on an input's length or on what
         is cached, so one sentence gets one vector from every call (an index and its queries agree).
         """

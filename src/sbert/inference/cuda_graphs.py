@@ -12,7 +12,6 @@ capture that fails runs the same function without a graph: the fallback never ch
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -79,7 +78,6 @@ class GraphedForward:
         self.device = device
         self.enabled = device.type == "cuda"
         self.graphs: dict[tuple[int, int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
-        self.pool: Any = None  # one memory pool shared by every captured shape
 
     def __call__(self, input_ids: Tensor, attention_mask: Tensor, prompt_length: int) -> Tensor:
         """Sentence vectors ``(batch, dim)`` of one bucket-shaped batch on the device."""
@@ -106,10 +104,8 @@ class GraphedForward:
                 for _ in range(WARMUP_CALLS):
                     self.forward(static_ids, static_mask, prompt_length)
             torch.cuda.current_stream(self.device).wait_stream(side)
-            if self.pool is None:
-                self.pool = torch.cuda.graph_pool_handle()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=self.pool):
+            with torch.cuda.graph(graph):  # a private memory pool: a few MB for a MiniLM bucket
                 output = self.forward(static_ids, static_mask, prompt_length)
         except Exception as error:  # a module that syncs or a driver without graphs: run eagerly
             warn_once(f"CUDA graph capture failed ({error}); small batches run without graphs")

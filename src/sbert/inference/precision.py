@@ -59,8 +59,9 @@ def resolve_precision(
     """The precision ``encode()`` will run: ``float32``, ``bfloat16``, ``float16``, ``mixed`` or ``int8``.
 
     ``auto`` is bf16 where the CPU does it natively (AVX512-BF16 or AMX, Arm BF16), float16 on CUDA
-    GPUs with tensor cores (:func:`cuda_auto`), else float32. It never picks a calibrated precision (``mixed``, ``int8``): their
-    first use on a machine costs seconds of calibration, which a one-line query must not pay, and
+    GPUs with tensor cores (:func:`cuda_auto`), else float32. It never picks a calibrated precision
+    (``mixed``, ``int8``): their first use on a machine costs seconds of calibration, which a
+    one-line query must not pay, and
     switching to them once a graph is cached or an input is long would give the same sentence
     different vectors from one call to the next (an index built with one and queried with the
     other). ``auto`` therefore depends only on the device, the backend and the installed extras;
