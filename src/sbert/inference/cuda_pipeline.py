@@ -101,12 +101,10 @@ class CudaPipeline:
         dtype: torch.dtype,
         options: PipelineOptions | None = None,
     ) -> None:
-        self.transformer, self.pooling, self.after_pooling, self.dtype = (
-            transformer,
-            pooling,
-            after_pooling,
-            dtype,
-        )
+        self.transformer = transformer
+        self.pooling = pooling
+        self.after_pooling = after_pooling
+        self.dtype = dtype
         self.options = options or PipelineOptions()
         self.device = next(transformer.parameters()).device
         self.cuda = self.device.type == "cuda"
@@ -133,7 +131,8 @@ class CudaPipeline:
     ) -> Tensor:
         """:meth:`run` on texts, tokenized ``chunk`` at a time on a host thread: chunk i+1 while the
         device runs chunk i (the Rust tokenizer releases the GIL). Batches never span two chunks;
-        unpadded, that costs no padding."""
+        unpadded, that costs no padding. Each chunk's vectors are copied to the host as soon as the
+        device has them (non-blocking), so the device holds one chunk's, whatever the input's size."""
         parts: list[Tensor] = []
         with ThreadPoolExecutor(1, thread_name_prefix="sbert-tokenize") as tokenizer:
             pending = tokenizer.submit(tokenize, texts[:chunk])
@@ -141,8 +140,10 @@ class CudaPipeline:
                 ids = pending.result()
                 if start + chunk < len(texts):
                     pending = tokenizer.submit(tokenize, texts[start + chunk : start + 2 * chunk])
-                parts.append(self._on_device(ids, options, progress))
-        return torch.cat(parts).cpu() if parts else torch.empty((0, 0))
+                parts.append(self._on_device(ids, options, progress).to("cpu", non_blocking=self.cuda))
+        if self.cuda:
+            torch.cuda.current_stream(self.device).synchronize()  # the non-blocking copies have landed
+        return torch.cat(parts) if parts else torch.empty((0, 0))
 
     def _on_device(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
