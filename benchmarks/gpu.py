@@ -37,7 +37,6 @@ import os
 import platform
 import shutil
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from datetime import date
@@ -46,8 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # alternating.py beside this file
+from scipy.stats import spearmanr  # sentence-transformers needs scipy: the GPU machine has it
 
 from alternating import alternating_rates
 
@@ -114,12 +112,6 @@ def model_dir(carry: Path, work: Path) -> tuple[Path, str]:
     return model, "random weights in the MiniLM-L6 shape (Spearman means nothing)"
 
 
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rank correlation × 100 (no ties among float cosines; gold ties ranked by order)."""
-    ranks = [np.argsort(np.argsort(x, kind="stable")).astype(np.float64) for x in (a, b)]
-    return float(np.corrcoef(*ranks)[0, 1] * 100)
-
-
 def quality(vectors: np.ndarray, reference: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """STSb Spearman of one pass's vectors and their worst cosine distance to the reference's."""
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -127,7 +119,7 @@ def quality(vectors: np.ndarray, reference: np.ndarray, gold: np.ndarray) -> dic
     pairs = len(gold)
     cosines = (unit[:pairs] * unit[pairs : 2 * pairs]).sum(axis=1)
     return {
-        "spearman": spearman(cosines, gold),
+        "spearman": float(spearmanr(cosines, gold)[0] * 100),
         "worst_cosine_distance": float((1 - (unit * ref).sum(1)).max()),
     }
 

@@ -133,6 +133,8 @@ class CudaPipeline:
         device runs chunk i (the Rust tokenizer releases the GIL). Batches never span two chunks;
         unpadded, that costs no padding. Each chunk's vectors are copied to the host as soon as the
         device has them (non-blocking), so the device holds one chunk's, whatever the input's size."""
+        if len(texts) <= chunk:  # nothing to overlap: no thread (one query's latency)
+            return self.run(tokenize(texts), options, progress)
         parts: list[Tensor] = []
         with ThreadPoolExecutor(1, thread_name_prefix="sbert-tokenize") as tokenizer:
             pending = tokenizer.submit(tokenize, texts[:chunk])
@@ -178,7 +180,11 @@ class CudaPipeline:
         self, host: ThreadPoolExecutor, ids: Sequence[Sequence[int]], batches: Sequence[np.ndarray]
     ) -> Iterator[Future[_HostBatch]]:
         pending: deque[Future[_HostBatch]] = deque()
-        for batch in batches:
+        if len(batches) == 1:  # nothing to overlap: assembled here (one query's latency)
+            done: Future[_HostBatch] = Future()
+            done.set_result(self._assemble(ids, batches[0]))
+            pending.append(done)
+        for batch in batches[len(pending) :]:
             pending.append(host.submit(self._assemble, ids, batch))
             if len(pending) > self.options.prefetch:
                 yield pending.popleft()
