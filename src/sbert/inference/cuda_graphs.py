@@ -105,7 +105,9 @@ class GraphedForward:
                     self.forward(static_ids, static_mask, prompt_length)
             torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):  # a private memory pool: a few MB for a MiniLM bucket
+            # A private memory pool (a few MB for a MiniLM bucket). Thread-local: the pipeline's host
+            # thread may pin memory meanwhile, which a global capture would refuse.
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 output = self.forward(static_ids, static_mask, prompt_length)
         except Exception as error:  # a module that syncs or a driver without graphs: run eagerly
             warn_once(f"CUDA graph capture failed ({error}); small batches run without graphs")
