@@ -203,12 +203,12 @@ class CudaPipeline:
             kind, inputs = "padded", self.transformer.collate(rows)
         order = torch.from_numpy(np.ascontiguousarray(batch, dtype=np.int64))
         if self.cuda:
-            order, inputs = order.pin_memory(), _pinned(inputs)
+            order, inputs = order.pin_memory(), _convert(inputs, Tensor.pin_memory)
         return _HostBatch(order, kind, inputs)
 
     def _forward(self, batch: _HostBatch, prompt_length: int) -> Tensor:
         """The device half of a batch: sentence vectors ``(batch, dim)``, queued without a host sync."""
-        inputs = _to(batch.inputs, self.device, self.cuda)
+        inputs = _convert(batch.inputs, lambda tensor: tensor.to(self.device, non_blocking=self.cuda))
         if batch.kind == "graph":
             assert self.graphs is not None
             input_ids, attention_mask = inputs
@@ -236,17 +236,10 @@ class CudaPipeline:
         return self.after_pooling(self.pooling(tokens, attention_mask, prompt_length)).float()
 
 
-def _pinned(inputs: Any) -> Any:
+def _convert(inputs: Any, convert: Callable[[Tensor], Tensor]) -> Any:
+    """Every tensor of a batch's inputs through ``convert`` (pinning, copying to the device)."""
     if isinstance(inputs, UnpaddedBatch):
-        return inputs.pin_memory()
+        return inputs.map(convert)
     if isinstance(inputs, dict):
-        return {key: value.pin_memory() for key, value in inputs.items()}
-    return tuple(tensor.pin_memory() for tensor in inputs)
-
-
-def _to(inputs: Any, device: torch.device, non_blocking: bool) -> Any:
-    if isinstance(inputs, UnpaddedBatch):
-        return inputs.to(device, non_blocking=non_blocking)
-    if isinstance(inputs, dict):
-        return {key: value.to(device, non_blocking=non_blocking) for key, value in inputs.items()}
-    return tuple(tensor.to(device, non_blocking=non_blocking) for tensor in inputs)
+        return {key: convert(value) for key, value in inputs.items()}
+    return tuple(convert(tensor) for tensor in inputs)

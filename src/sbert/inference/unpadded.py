@@ -54,15 +54,12 @@ class UnpaddedBatch:
     flat_index: Tensor
     longest: int
 
-    def to(self, device: torch.device, non_blocking: bool = False) -> UnpaddedBatch:
-        """The batch on ``device`` (``non_blocking`` copies from pinned memory run asynchronously)."""
-        return self._map(lambda tensor: tensor.to(device, non_blocking=non_blocking))
+    def to(self, device: torch.device) -> UnpaddedBatch:
+        """The batch on ``device``."""
+        return self.map(lambda tensor: tensor.to(device))
 
-    def pin_memory(self) -> UnpaddedBatch:
-        """The batch in page-locked host memory, which a CUDA copy reads without staging."""
-        return self._map(Tensor.pin_memory)
-
-    def _map(self, convert: Callable[[Tensor], Tensor]) -> UnpaddedBatch:
+    def map(self, convert: Callable[[Tensor], Tensor]) -> UnpaddedBatch:
+        """The batch with every tensor through ``convert`` (pinned, copied to a device...)."""
         tensors = {field.name: convert(getattr(self, field.name)) for field in fields(self)[:-1]}
         return UnpaddedBatch(**tensors, longest=self.longest)
 
