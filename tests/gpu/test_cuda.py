@@ -1,7 +1,7 @@
 """The CUDA path: the same vectors as the CPU, bf16 within its documented bound, training, DDP over NCCL.
 
 The GPU pipeline's own paths (unpadded attention, CUDA graphs, no per-batch sync) are in
-test_cuda_pipeline.py.
+test_gpu_pipeline.py.
 
 Every test here needs a CUDA GPU and skips, saying so, where there is none (CI never has one). On a
 GPU machine: ``python -m pytest tests/gpu -q``.
