@@ -1,12 +1,13 @@
 """The GPU encode pipeline: host work for the next batches overlaps the device's work on this one.
 
 On a GPU the forward pass of a small model outruns the host: sorting, padding, copying and waiting
-for each batch's result leave the device idle (issue 35). Here a host thread assembles batch k+1
-(flat token arrays in page-locked memory) while the device runs batch k; copies are non-blocking;
-every batch's vectors are written into one device tensor in input order, and the host waits for the
-device once, at the end; texts are tokenized a chunk ahead on another thread. Batches are cut by
-tokens, not sentences (:func:`~sbert.batching.token_budget_batches`), and BERT models run unpadded (:mod:`sbert.inference.unpadded`); small batches replay CUDA graphs
-(:mod:`sbert.inference.cuda_graphs`). Other models run padded batches under autocast.
+for each batch's result leave the device idle (issue 35). Here texts are tokenized a chunk ahead
+on one host thread, and another assembles batch k+1 (flat token arrays in page-locked memory) while
+the device runs batch k; copies are non-blocking; every batch's vectors are written into one device
+tensor in input order, and the host waits for the device once, at the end. Batches are cut by tokens,
+not sentences (:func:`~sbert.batching.token_budget_batches`), and BERT models run unpadded
+(:mod:`sbert.inference.unpadded`); small batches replay CUDA graphs (:mod:`sbert.inference.cuda_graphs`).
+Other models run padded batches under autocast.
 
 Nothing here needs CUDA: on the CPU the same code runs without pinned memory or graphs, which is how
 the tests check it against the padded path.
