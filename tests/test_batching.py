@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sbert.batching import length_sorted_batches
+from sbert.batching import length_sorted_batches, token_budget_batches
 
 
 def test_every_index_once_longest_first() -> None:
@@ -63,3 +63,29 @@ def test_batch_cost_cuts_respect_max_tokens() -> None:
     batches = length_sorted_batches(lengths, batch_size=8, max_tokens=100, batch_cost_tokens=16)
     assert all(len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 100 for b in batches)
     assert [0] in [b.tolist() for b in batches]  # longer than the cap: a batch of its own
+
+
+@pytest.mark.parametrize("budget", [1, 7, 20, 64, 10_000])
+def test_token_budget_batches_hold_every_index_within_the_budget(budget: int) -> None:
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 40, size=200).tolist()
+    batches = token_budget_batches(lengths, max_batch_tokens=budget)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(200))
+    for batch in batches:
+        tokens = sum(lengths[i] for i in batch)
+        assert tokens <= budget or len(batch) == 1  # only a sentence longer than the budget exceeds it
+    # Longest first, and greedy: adding the next sentence would have broken the budget.
+    flat = [lengths[i] for batch in batches for i in batch]
+    assert flat == sorted(lengths, reverse=True)
+    for batch, following in itertools.pairwise(batches):
+        assert sum(lengths[i] for i in batch) + lengths[following[0]] > budget
+
+
+def test_token_budget_batches_respect_a_sentence_cap() -> None:
+    batches = token_budget_batches([2] * 10, max_batch_tokens=100, max_batch_size=4)
+    assert [len(batch) for batch in batches] == [4, 4, 2]
+
+
+def test_token_budget_batches_reject_a_budget_below_one() -> None:
+    with pytest.raises(ValueError, match="max_batch_tokens must be at least 1, got 0"):
+        token_budget_batches([3], max_batch_tokens=0)

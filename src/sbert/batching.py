@@ -90,3 +90,48 @@ def cheapest_cuts(
     while cuts[-1] > 0:
         cuts.append(int(previous[cuts[-1]]))
     return cuts[::-1]
+
+
+# Tokens of one batch on a GPU unless the caller caps them: text-embeddings-inference's default
+# max_batch_tokens, a batch large enough to keep an H100 busy with a MiniLM-sized model.
+MAX_BATCH_TOKENS = 16384
+
+
+def token_budget_batches(
+    lengths: Sequence[int], max_batch_tokens: int, max_batch_size: int | None = None
+) -> list[np.ndarray]:
+    """Split indices into batches of similar length, longest first, each holding at most
+    ``max_batch_tokens`` real tokens (text-embeddings-inference's ``max_batch_tokens``).
+
+    For a forward pass that spends nothing on padding (:mod:`sbert.inference.unpadded`): the cost
+    of a batch is its real tokens, so short sentences fill large batches and long ones small ones.
+    A sentence longer than the budget gets a batch of its own.
+
+    Args:
+        lengths: Token count of each sentence.
+        max_batch_tokens: Most real tokens in one batch.
+        max_batch_size: Optional cap on sentences in one batch.
+
+    Returns:
+        A list of index arrays; together they hold every index exactly once.
+
+    Examples:
+        >>> [b.tolist() for b in token_budget_batches([3, 9, 4, 8, 2], max_batch_tokens=12)]
+        [[1], [3, 2], [0, 4]]
+    """
+    if max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens must be at least 1, got {max_batch_tokens}")
+    if max_batch_size is not None and max_batch_size < 1:
+        raise ValueError(f"max_batch_size must be at least 1, got {max_batch_size}")
+    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+    ends = np.cumsum(np.maximum(np.asarray(lengths, dtype=np.int64)[order], 1))  # tokens up to each one
+    batches: list[np.ndarray] = []
+    start = 0
+    while start < len(order):
+        before = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, before + max_batch_tokens, side="right")))
+        if max_batch_size is not None:
+            stop = min(stop, start + max_batch_size)
+        batches.append(order[start:stop])
+        start = stop
+    return batches

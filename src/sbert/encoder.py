@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
+from sbert.inference.cuda_pipeline import CudaPipeline
 from sbert.inference.packing import packable
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
 from sbert.inference.precision import (
@@ -28,8 +29,9 @@ from sbert.inference.precision import (
     check_precision,
     warn_once,
 )
-from sbert.inference.runners import Runner, RunnerFailed, Runners, RunOptions, after_pooling
-from sbert.inference.steps import Prepared, finish, prompt_length, run_options
+from sbert.inference.runner import Runner, RunOptions
+from sbert.inference.runners import RunnerFailed, Runners, after_pooling, evaluating
+from sbert.inference.steps import finish, prompt_length, run_options
 from sbert.inputs import as_texts, valid_utf8
 from sbert.loading import load
 from sbert.model_io import save_modules
@@ -140,8 +142,8 @@ class SentenceEncoder(nn.Module):
                 read into :attr:`prompts`.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
-            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it
-                natively, else float32; never calibrated, see :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
+            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the CPU has it natively,
+                float16 on a CUDA GPU with tensor cores, else float32; never calibrated, see :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
                 the query, key and feed-forward input projections, bf16 elsewhere) or ``"int8"``
                 (every projection; the last two are static quantization and need the openvino
                 extra). ``forward()`` (training) is always float32.
@@ -227,10 +229,10 @@ class SentenceEncoder(nn.Module):
 
     @property
     def precision(self) -> str:
-        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``.
+        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"mixed"`` or ``"int8"``.
 
-        ``auto`` resolves to ``bfloat16`` where the device multiplies bf16 natively, else
-        ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
+        ``auto`` resolves to ``bfloat16`` where the CPU multiplies bf16 natively, ``float16`` on a
+        CUDA GPU with tensor cores (:attr:`plan`'s ``reason`` says why), else ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
         on the device, the backend and the installed extras, never on an input's length or on what
         is cached, so one sentence gets one vector from every call (an index and its queries agree).
         """
@@ -374,50 +376,50 @@ class SentenceEncoder(nn.Module):
         # Every check before an engine is compiled or calibrated: bad input fails at once.
         options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
         plan = self._encode_plan(precision)
-        prepared = self._prepare(sentences, prompt_name, prompt, options)
-        count = len(prepared.tokens.ids)
-        embeddings = torch.empty((count, self.dim), dtype=torch.float32)
-        if count:
+        texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
+        embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
+        if texts:
             if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
-                show_progress_bar = count >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
-            plan, embeddings = self._run(plan, prepared, show_progress_bar)
-        return finish(embeddings, plan, prepared.single, normalize, convert_to_tensor)
+                show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
+            options = replace(options, prompt_length=length)
+            plan, embeddings = self._run(plan, texts, options, show_progress_bar)
+        return finish(embeddings, plan, isinstance(sentences, str), normalize, convert_to_tensor)
 
     def _encode_plan(self, precision: str | None) -> EnginePlan:
         if self.is_static and precision not in (None, "auto", "float32"):
             raise ValueError(f"a static model computes in float32, not {precision!r}")
         return self.plan_for(self.requested_precision if precision is None else precision)
 
-    def _prepare(
-        self, sentences: str | Iterable[str], prompt_name: str | None, prompt: str | None, options: RunOptions
-    ) -> Prepared:
-        """The prompted texts' tokens, with the prompt's length in the options."""
-        texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
-        tokens = self.tokenize(texts) if texts else Tokenized([], 0)
-        if tokens.truncated:
+    def _run(
+        self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool
+    ) -> tuple[EnginePlan, Tensor]:
+        """Vectors (n, dim) of the prompted texts by the runner the plan names, and the plan that ran."""
+        plan, runner = self._runner(plan, options.pack)
+        truncated = 0
+
+        def token_ids(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
+            nonlocal truncated
+            tokens = self.tokenize(chunk)
+            truncated += tokens.truncated
+            return tokens.ids
+
+        bar = tqdm(total=len(texts), desc="Encoding", unit="sentence", disable=not show_progress_bar)
+        try:
+            if isinstance(runner, CudaPipeline):  # it tokenizes a chunk ahead while the device runs
+                with evaluating([self.input_module, self.pooling, *self.layers]):  # its padded fallback
+                    embeddings = runner.run_texts(texts, token_ids, options, bar.update)
+            else:
+                embeddings = runner.run(token_ids(texts), options, bar.update)
+        finally:
+            bar.close()
+        if truncated:
             logger.warning(
                 "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
-                tokens.truncated,
+                truncated,
                 len(texts),
                 self.max_seq_length,
             )
-        return Prepared(isinstance(sentences, str), tokens, replace(options, prompt_length=length))
-
-    def _run(
-        self, plan: EnginePlan, prepared: Prepared, show_progress_bar: bool
-    ) -> tuple[EnginePlan, Tensor]:
-        """Vectors (n, dim) of the prepared tokens by the runner the plan names, and the plan that ran."""
-        plan, runner = self._runner(plan, prepared.options.pack)
-        ids = prepared.tokens.ids
-        bar = tqdm(total=len(ids), desc="Encoding", unit="sentence", disable=not show_progress_bar)
-
-        def progress(done: int) -> None:
-            bar.update(done)
-
-        try:
-            return plan, runner.run(ids, prepared.options, progress)
-        finally:
-            bar.close()
+        return plan, embeddings
 
     def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
         """The runner the plan names; where one fails, the next-best plan's (said once)."""

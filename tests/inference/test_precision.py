@@ -79,9 +79,11 @@ def test_auto_follows_the_hardware_extras_and_backend(
     cpu = caps(bf16, int8)
     assert resolve_precision("auto", CPU, backend, cpu) == auto
     assert resolve_precision("float32", CPU, backend, cpu) == "float32"
-    assert resolve_precision("auto", torch.device("cuda"), backend, cpu) == (
-        "bfloat16" if bf16 else "float32"
-    )
+    # Issue 35: auto on a CUDA GPU with tensor cores is float16 whether or not it has bf16
+    # (tests/inference/test_cuda_precision.py has the rest).
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "simulated")
+    assert resolve_precision("auto", torch.device("cuda"), backend, cpu) == "float16"
 
 
 @pytest.mark.parametrize(("bf16", "fallback"), [(True, "bfloat16"), (False, "float32")])

@@ -62,3 +62,16 @@ def test_ray_resumes_after_the_finished_shards(local_ray: None, tmp_path: Path, 
     assert resumed.texts(rows.tolist()) == texts
     np.testing.assert_array_equal(resumed.ids(rows), rows)
     assert np.abs(resumed.vectors(rows) - local.vectors(rows)).max() <= 1e-6
+
+
+def test_a_model_on_cuda_gets_one_worker_per_gpu() -> None:
+    from sbert.store.ray_engine import worker_plan
+
+    plan = worker_plan({"CPU": 16.0, "GPU": 4.0}, "cuda")
+    assert (plan.workers, plan.device, plan.num_gpus, plan.threads) == (4, "cuda", 1, 4)
+    assert worker_plan({"CPU": 16.0, "GPU": 4.0}, "cuda", workers=2).workers == 2
+    assert worker_plan({"CPU": 2.0, "GPU": 4.0}, "cpu").device == "cpu"  # a CPU model ignores the GPUs
+    with pytest.raises(ValueError, match="workers=5, but the Ray cluster has 4 GPU"):
+        worker_plan({"CPU": 16.0, "GPU": 4.0}, "cuda", workers=5)
+    with pytest.raises(ValueError, match="runs on CUDA but the Ray cluster has no GPU"):
+        worker_plan({"CPU": 16.0}, "cuda")

@@ -79,7 +79,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     store.add_argument(
         "--address", default=None, help="ray: cluster address (default: $RAY_ADDRESS or local)"
     )
-    store.add_argument("--workers", type=int, default=None, help="ray: encoder actors (default: one per CPU)")
+    store.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="ray: encoder actors (default: one per GPU for a CUDA model, else per CPU)",
+    )
     store.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_arguments(parser)
     add_prompt_arguments(parser)

@@ -125,7 +125,7 @@ def parameter_version(model: torch.nn.Module) -> tuple[object, ...]:
     params = list(model.parameters())  # the Parameter objects themselves: a detached view has a new id
     with torch.no_grad():
         samples = torch.cat([p.detach().reshape(-1)[:: max(1, p.numel() // 64)].float() for p in params])
-    return tuple((id(p), p.data_ptr(), p._version) for p in params), samples.numpy().tobytes()
+    return tuple((id(p), p.data_ptr(), p._version) for p in params), samples.cpu().numpy().tobytes()
 
 
 def _norm(layer_norm: Any) -> tuple[Tensor, Tensor]:

@@ -21,6 +21,7 @@ from sbert.inference.precision import (
     ComputeBackend,
     ComputePrecision,
     choose_precision,
+    cuda_auto,
     resolve_backend,
     torch_precision,
 )
@@ -74,10 +75,11 @@ class EnginePlan:
         requested_backend: What was asked for (``auto``, ``torch``, ``openvino``).
         device: Where it runs (``"cpu"``, ``"cuda:0"``).
         cpu: The CPU capabilities the plan was made for.
-        precision: What runs: ``float32``, ``bfloat16``, ``mixed`` or ``int8``.
+        precision: What runs: ``float32``, ``bfloat16``, ``float16`` (CUDA), ``mixed`` or ``int8``.
         backend: What runs it: ``torch`` or ``openvino``.
         packs: Whether ``encode(pack=True)`` packs rows (:mod:`sbert.inference.packing`).
         fallbacks: Why the precision or backend differ from what was asked for, one line each.
+        reason: Why ``auto`` chose this precision where the device alone decides (CUDA); else ``None``.
 
     Examples:
         >>> import torch
@@ -97,6 +99,7 @@ class EnginePlan:
     backend: ComputeBackend
     packs: bool = False
     fallbacks: tuple[str, ...] = ()
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as a store manifest, an index manifest or ``/health`` records it."""
@@ -111,6 +114,7 @@ class EnginePlan:
                 "backend": self.requested_backend.value,
             },
             "fallbacks": list(self.fallbacks),
+            "reason": self.reason,
         }
 
 
@@ -149,6 +153,7 @@ def make_plan(request: PlanRequest, cpu: CpuCapabilities, device: torch.device) 
         backend=backend,
         packs=backend == ComputeBackend.OPENVINO and precision in request.packs_at,
         fallbacks=tuple(fallbacks),
+        reason=cuda_auto(device)[1] if asked == ComputePrecision.AUTO and device.type == "cuda" else None,
     )
 
 

@@ -1,27 +1,17 @@
-"""The steps of ``SentenceEncoder.encode()``: prepare (prompt, tokens, options) → run → finish."""
+"""The steps of ``SentenceEncoder.encode()`` around its runner: options checked first, then the
+vectors finished (checked finite, normalized, one row for one string)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from sbert.inference.plan import EnginePlan
-from sbert.inference.runners import RunOptions
+from sbert.inference.runner import RunOptions
 from sbert.inputs import check_count
-from sbert.modules import Tokenized
-
-
-@dataclass
-class Prepared:
-    """What ``encode()`` runs on: the tokens of the prompted texts and the run options."""
-
-    single: bool  # one string was given: the result is one vector
-    tokens: Tokenized
-    options: RunOptions
 
 
 def run_options(

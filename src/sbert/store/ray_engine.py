@@ -5,12 +5,18 @@ Each actor loads the model by the name or path it was loaded with here and check
 so a worker that finds another model under that name (or none) stops the run instead of mixing
 vectors. On a cluster the model path and the input must be reachable from every node (shared
 storage, a URI pyarrow opens, or the bundled model installed with sbert).
+
+A model on a CUDA device gets one actor per GPU of the cluster (``num_gpus=1`` each, so Ray gives
+each its own device), every actor running the GPU pipeline at the driver's requested precision: the
+store holds what one GPU would write (to float rounding: batches differ) and its manifest's plan is
+what the workers ran.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +48,7 @@ class EncoderActor:
         encode: dict[str, Any],
         threads: int,
         columns: tuple[str, str | None] = ("text", None),
+        device: str = "cpu",
     ) -> None:
         import torch
 
@@ -49,7 +56,7 @@ class EncoderActor:
         from sbert.identity import ModelMismatchError
 
         torch.set_num_threads(threads)
-        self.model = SentenceEncoder.from_pretrained(device="cpu", **load)
+        self.model = SentenceEncoder.from_pretrained(device=device, **load)
         found = model_identity(self.model).fingerprint
         if fingerprint and found != fingerprint:
             raise ModelMismatchError(
@@ -94,8 +101,7 @@ def ray_chunks(
     dataset = read_dataset(source, fmt, "text" if fmt == "txt" else column, id_column)
     if writer.rows:
         dataset = dataset.split_at_indices([writer.rows])[1]  # resume: past the finished shards
-    cpus = float(ray.cluster_resources().get("CPU", 1))
-    workers = workers or max(1, int(cpus))
+    plan = worker_plan(ray.cluster_resources(), model.device.type, workers)
     load = {
         "name_or_path": model.name,
         "pooling": model.pooling.mode,
@@ -110,14 +116,15 @@ def ray_chunks(
             "load": load,
             "fingerprint": model_identity(model).fingerprint,
             "encode": encode,
-            "threads": max(1, round(cpus / workers)),
+            "threads": plan.threads,
             "columns": ("text" if fmt == "txt" else column, id_column),
+            "device": plan.device,
         },
         batch_size=chunk_rows,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=workers),
-        # Actors leave a sliver of CPU for Ray's read tasks: taking every CPU deadlocks the pipeline.
-        num_cpus=max(0.1, (cpus - _READ_CPUS * 2) / workers),
+        compute=ray.data.ActorPoolStrategy(size=plan.workers),
+        num_cpus=plan.num_cpus,
+        num_gpus=plan.num_gpus,
     )
     row = writer.rows
     for batch in encoded.iter_batches(batch_size=chunk_rows, batch_format="numpy"):
@@ -128,6 +135,51 @@ def ray_chunks(
             ids = np.arange(row, row + len(texts), dtype=np.int64)
         row += len(texts)
         yield ids, texts, np.asarray(batch["embedding"], dtype=np.float32).reshape(len(texts), -1)
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """The actor pool: how many, on what, with which Ray resources each."""
+
+    workers: int
+    device: str  # "cpu" or "cuda" (Ray gives each GPU actor its own device as cuda:0)
+    num_cpus: float
+    num_gpus: float
+    threads: int  # torch threads per actor
+
+
+def worker_plan(resources: Mapping[str, float], device: str, workers: int | None = None) -> WorkerPlan:
+    """One actor per GPU for a model on CUDA, else one per CPU (or ``workers`` of them).
+
+    Examples:
+        >>> worker_plan({"CPU": 16.0, "GPU": 2.0}, "cuda")
+        WorkerPlan(workers=2, device='cuda', num_cpus=7.75, num_gpus=1, threads=8)
+        >>> worker_plan({"CPU": 4.0}, "cpu").workers
+        4
+
+    Raises:
+        ValueError: a model on CUDA with a cluster without GPUs, or more workers than GPUs.
+    """
+    cpus, gpus = float(resources.get("CPU", 1)), int(resources.get("GPU", 0))
+    if device == "cuda":
+        if gpus < 1:
+            raise ValueError(
+                "the model runs on CUDA but the Ray cluster has no GPU; load it with device='cpu' "
+                "(--device cpu) to encode on CPU workers"
+            )
+        if workers is not None and workers > gpus:
+            raise ValueError(f"workers={workers}, but the Ray cluster has {gpus} GPU(s): one worker per GPU")
+        count = workers or gpus
+    else:
+        count = workers or max(1, int(cpus))
+    # Actors leave a sliver of CPU for Ray's read tasks: taking every CPU deadlocks the pipeline.
+    return WorkerPlan(
+        workers=count,
+        device=device,
+        num_cpus=max(0.1, (cpus - _READ_CPUS * 2) / count),
+        num_gpus=1 if device == "cuda" else 0,
+        threads=max(1, round(cpus / count)),
+    )
 
 
 def read_dataset(source: str, fmt: str, column: str, id_column: str | None) -> Any:

@@ -1,0 +1,290 @@
+"""sbert on one GPU against sentence-transformers: the issue-35 table in one command (≤ 5 minutes, H100).
+
+Rows: sentence-transformers in fp32, fp16 and bf16, sbert ``auto`` (its plan's precision and why)
+and sbert float32, at batch 32, 256 and 1024 (sentences/s over STSb test's sentences, 4 times over:
+11,032 a pass; median of ``--repeats``, the rows' order alternating each repeat); each row's STSb
+test Spearman (cosine, ×100) and its worst cosine distance to sentence-transformers fp32. Then the
+limits: the forward pass alone on pre-tokenized padded batches already on the GPU, tokenizing
+alone, and sbert's pipeline on token ids; and one query's latency (p50/p99 over 300 calls).
+
+sbert batches by tokens on CUDA (16,384 a batch, ``sbert.batching.MAX_BATCH_TOKENS``), so its
+``batch_size`` does not change what runs: its rows at each batch size are repeats of one setting.
+
+The model is all-MiniLM-L6-v2's shape (6 layers, 384 hidden, 12 heads, 1536 feed-forward) with the
+bundled tokenizer and the bundled weights stored in fp16 by ``--prepare`` (43 MiB; read back as
+float32, so every row starts from the same float32 weights, each within fp16 rounding of the bundled
+one); where that file is missing, random weights (Spearman then means nothing; the table says so). The GPU machine has torch,
+transformers and sentence-transformers only: no openvino, faiss, pyarrow or ray.
+
+Here, once (copies STSb test and the model files into an ignored folder)::
+
+    SBERT_DATA=/work/shared/data PYTHONPATH=src python benchmarks/gpu.py --prepare .gpu-carry
+
+Then with the device tool (``run``; ``carry`` brings the ignored folder along; the table, then the
+CUDA tests, whose integration ones need the bundled model, which is not there)::
+
+    run(command="export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH=src; python3 benchmarks/gpu.py
+        --carry .gpu-carry --output $OUT/gpu.json 2>&1 | tee $OUT/gpu.log; python3 -m pytest tests/gpu
+        -q -m 'not integration' 2>&1 | tee $OUT/tests.log", carry=[".gpu-carry"], timeout_s=580)
+
+``--device cpu --pairs 30 --repeats 1`` runs the same code on a CPU in about 2 minutes (a smoke
+test of this script, not a figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr  # sentence-transformers needs scipy: the GPU machine has it
+
+from alternating import alternating_rates
+
+BATCH_SIZES = (32, 256, 1024)
+PASS_COPIES = 4  # STSb test's 2,758 sentences 4 times: 11,032 a pass, as in issue 35
+LATENCY_CALLS = 300
+MODEL_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    "1_Pooling/config.json",
+)
+MINILM_SHAPE = {
+    "num_hidden_layers": 6,
+    "hidden_size": 384,
+    "num_attention_heads": 12,
+    "intermediate_size": 1536,
+}
+
+
+def prepare(carry: Path) -> None:
+    """Copy STSb test and the bundled model (tokenizer, configs, fp16 weights) into ``carry``."""
+    from safetensors.torch import load_file, save_file
+
+    from sbert.data.readers import dataset_file
+    from sbert.hub import bundled_model_path
+
+    stsb = dataset_file(None, "stsb/original/sts-test.csv", "STSb test")
+    (carry / "stsb" / "original").mkdir(parents=True, exist_ok=True)
+    shutil.copy(stsb, carry / "stsb" / "original" / "sts-test.csv")
+    source, model = bundled_model_path(), carry / "model"
+    for name in MODEL_FILES:
+        (model / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source / name, model / name)
+    weights = {key: value.half() for key, value in load_file(str(source / "model.safetensors")).items()}
+    save_file(weights, str(model / "model.fp16.safetensors"))
+    size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
+    print(f"{carry}: {size / 2**20:.1f} MiB (the device tool carries at most 64 MiB with the repository)")
+
+
+def model_dir(carry: Path, work: Path) -> tuple[Path, str]:
+    """A float32 model directory both libraries load, and what its weights are."""
+    from safetensors.torch import load_file, save_file
+    from transformers import BertConfig, BertModel
+
+    model = work / "model"
+    shutil.copytree(carry / "model", model, dirs_exist_ok=True)
+    stored = model / "model.fp16.safetensors"
+    if stored.is_file():
+        weights = {key: value.float() for key, value in load_file(str(stored)).items()}
+        save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
+        stored.unlink()
+        return model, "all-MiniLM-L6-v2 weights stored in fp16, run from float32"
+    config = BertConfig.from_pretrained(model)
+    for key, value in MINILM_SHAPE.items():
+        setattr(config, key, value)
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(model)
+    return model, "random weights in the MiniLM-L6 shape (Spearman means nothing)"
+
+
+def quality(vectors: np.ndarray, reference: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """STSb Spearman of one pass's vectors and their worst cosine distance to the reference's."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    ref = reference / np.linalg.norm(reference, axis=1, keepdims=True)
+    pairs = len(gold)
+    cosines = (unit[:pairs] * unit[pairs : 2 * pairs]).sum(axis=1)
+    return {
+        "spearman": float(spearmanr(cosines, gold)[0] * 100),
+        "worst_cosine_distance": float((1 - (unit * ref).sum(1)).max()),
+    }
+
+
+def encoders(path: Path, device: str) -> dict[str, Callable[[list[str], int], np.ndarray]]:
+    """Each row's encode function: sentences, batch size → vectors (n, dim) float32."""
+    from sentence_transformers import SentenceTransformer
+
+    from sbert import SentenceEncoder
+
+    rows: dict[str, Callable[[list[str], int], np.ndarray]] = {}
+    for name, dtype in (("ST fp32", torch.float32), ("ST fp16", torch.float16), ("ST bf16", torch.bfloat16)):
+        st = SentenceTransformer(str(path), device=device).to(dtype)
+        rows[name] = lambda texts, batch, st=st: np.asarray(
+            st.encode(texts, batch_size=batch, convert_to_numpy=True), np.float32
+        )
+    auto = SentenceEncoder.from_pretrained(path, device=device, backend="torch")
+    exact = SentenceEncoder.from_pretrained(path, device=device, precision="float32", backend="torch")
+    rows[f"sbert auto ({auto.plan.precision})"] = lambda texts, batch: auto.encode(texts, batch_size=batch)
+    rows["sbert float32"] = lambda texts, batch: exact.encode(texts, batch_size=batch)
+    print(f"sbert auto plans {auto.plan.precision}: {auto.plan.reason}")
+    return rows
+
+
+def speed_table(
+    rows: dict[str, Any], sentences: list[str], gold: np.ndarray, repeats: int
+) -> list[dict[str, Any]]:
+    """Sentences/s of every row at every batch size, and each row's quality (from its warm-up pass)."""
+    results = []
+    for batch in BATCH_SIZES:
+        vectors = {name: encode(sentences, batch) for name, encode in rows.items()}  # warm-up
+        runners = {
+            name: (lambda encode=encode, batch=batch: encode(sentences, batch))
+            for name, encode in rows.items()
+        }
+        rates = alternating_rates(runners, repeats, len(sentences))
+        for name in rows:
+            row = {"row": name, "batch_size": batch, "sentences_per_s": statistics.median(rates[name])}
+            results.append(row | quality(vectors[name], vectors["ST fp32"], gold))
+            print(json.dumps(results[-1]), flush=True)
+    return results
+
+
+def limits(path: Path, sentences: list[str], repeats: int, device: str) -> dict[str, float]:
+    """Sentences/s of tokenizing alone, of the forward pass alone on padded batches already on the
+    GPU, and of sbert's pipeline on token ids (no tokenizing)."""
+    from sbert import SentenceEncoder
+    from sbert.inference.cuda_pipeline import RunOptions
+
+    model = SentenceEncoder.from_pretrained(path, device=device, backend="torch")
+    ids = model.tokenize(sentences).ids
+    out = {"tokenize_only": _rate(lambda: model.tokenize(sentences), len(sentences), repeats)}
+    pipeline = model.engines.cuda_pipeline(model.plan.precision)
+    run = lambda: pipeline.run(ids, RunOptions(), lambda done: None)  # noqa: E731
+    out[f"sbert_pipeline_on_ids_{model.plan.precision}"] = _rate(run, len(ids), repeats)
+    order = np.argsort([-len(row) for row in ids], kind="stable")
+    network = model.transformer.model
+    for batch in (256, 1024):
+        padded = [
+            {
+                k: v.to(device)
+                for k, v in model.transformer.collate([ids[i] for i in order[s : s + batch]]).items()
+            }
+            for s in range(0, len(ids), batch)
+        ]
+        for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
+
+            def forward(padded: list[dict[str, torch.Tensor]] = padded, dtype: torch.dtype = dtype) -> None:
+                with (
+                    torch.inference_mode(),
+                    torch.autocast(device, dtype=dtype, enabled=dtype != torch.float32),
+                ):
+                    for features in padded:
+                        network(**features)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+
+            out[f"forward_only_{name}_batch_{batch}"] = _rate(forward, len(ids), repeats)
+    return out
+
+
+def latency(rows: dict[str, Any], query: str) -> dict[str, dict[str, float]]:
+    """One query's encode time in ms, p50 and p99 over :data:`LATENCY_CALLS` calls (after 20)."""
+    found = {}
+    for name, encode in rows.items():
+        times = []
+        for call in range(LATENCY_CALLS + 20):
+            start = time.perf_counter()
+            encode([query], 1)
+            if call >= 20:
+                times.append((time.perf_counter() - start) * 1000)
+        found[name] = {"p50_ms": float(np.percentile(times, 50)), "p99_ms": float(np.percentile(times, 99))}
+    return found
+
+
+def _rate(run: Callable[[], object], items: int, repeats: int) -> float:
+    run()
+    return statistics.median(alternating_rates({"run": run}, repeats, items)["run"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prepare", type=Path, help="copy STSb test and the model files here, then stop")
+    parser.add_argument("--carry", type=Path, default=Path(".gpu-carry"), help="what --prepare wrote")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--output", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
+    parser.add_argument("--pairs", type=int, default=None, help="only the first STSb test pairs")
+    args = parser.parse_args()
+    if args.prepare:
+        prepare(args.prepare)
+        return
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("benchmarks/gpu.py needs a CUDA GPU (or --device cpu for a smoke test)")
+    if not (args.carry / "model").is_dir():
+        raise SystemExit(f"{args.carry}/model not found: run benchmarks/gpu.py --prepare {args.carry} first")
+    from sbert.data import read_stsb
+
+    started = time.perf_counter()
+    pairs = read_stsb("test", args.carry)[: args.pairs]
+    gold = np.array([pair.score for pair in pairs])
+    sentences = ([p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]) * PASS_COPIES
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "sbert-gpu-benchmark"
+    path, weights = model_dir(args.carry, work)
+    rows = encoders(path, args.device)
+    result = {
+        "date": date.today().isoformat(),
+        "device": torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu",
+        "host": platform.processor() or platform.machine(),
+        "versions": _versions(),
+        "weights": weights,
+        "sentences_a_pass": len(sentences),
+        "speed": speed_table(rows, sentences, gold, args.repeats),
+        "limits": limits(path, sentences, args.repeats, args.device),
+        "latency_one_query": latency(rows, "how do I play the guitar?"),
+    }
+    result["seconds"] = time.perf_counter() - started
+    print_table(result)
+    if args.output:
+        args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(f"\n{result['device']}, {result['date']}, {result['weights']}, {result['versions']}")
+    print("| row | batch | sentences/s | STSb Spearman | worst cosine distance to ST fp32 |")
+    print("|---|---|---|---|---|")
+    for row in result["speed"]:
+        print(
+            f"| {row['row']} | {row['batch_size']} | {row['sentences_per_s']:,.0f} | "
+            f"{row['spearman']:.2f} | {row['worst_cosine_distance']:.1e} |"
+        )
+    for name, rate in result["limits"].items():
+        print(f"{name}: {rate:,.0f} sentences/s")
+    for name, times in result["latency_one_query"].items():
+        print(f"one query, {name}: p50 {times['p50_ms']:.2f} ms, p99 {times['p99_ms']:.2f} ms")
+    print(f"{result['seconds']:.0f} s in all")
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("torch", "transformers", "sentence-transformers")}
+
+
+if __name__ == "__main__":
+    main()
