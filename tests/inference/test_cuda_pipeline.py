@@ -131,12 +131,13 @@ def test_bucket_padding_never_changes_a_vector(tiny_encoder: SentenceEncoder) ->
 
 
 def test_the_encoder_rebuilds_its_pipeline_when_the_weights_change(tiny_encoder: SentenceEncoder) -> None:
-    first = tiny_encoder.engines.cuda_pipeline("float32")
-    assert tiny_encoder.engines.cuda_pipeline("float32") is first
+    transformer = tiny_encoder.transformer
+    first = tiny_encoder.runners._cuda_pipeline("float32", transformer)
+    assert tiny_encoder.runners._cuda_pipeline("float32", transformer) is first
     with torch.no_grad():
-        next(tiny_encoder.transformer.model.parameters()).add_(1.0)
-    assert tiny_encoder.engines.cuda_pipeline("float32") is not first
-    assert tiny_encoder.engines.cuda_pipeline("float16").dtype == torch.float16
+        next(transformer.model.parameters()).add_(1.0)
+    assert tiny_encoder.runners._cuda_pipeline("float32", transformer) is not first
+    assert tiny_encoder.runners._cuda_pipeline("float16", transformer).dtype == torch.float16
 
 
 def test_texts_tokenized_a_chunk_ahead_give_sentence_transformers_vectors(tiny_model_dir: Path) -> None:
@@ -158,16 +159,19 @@ def test_texts_tokenized_a_chunk_ahead_give_sentence_transformers_vectors(tiny_m
 
 
 def test_encode_on_the_gpu_path_warns_of_truncation_once_and_keeps_the_training_mode(
-    tiny_encoder: SentenceEncoder, caplog: pytest.LogCaptureFixture
+    tiny_encoder: SentenceEncoder, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The GPU branch of encode(), run on the CPU (it is device-agnostic).
+    # The GPU branch of encode(), run on the CPU (it is device-agnostic): the plan's runner is the pipeline.
     sentences = ["word " * 100, "rain", "word " * 80]
+    expected = tiny_encoder.encode(sentences, precision="float32")
+    pipeline = tiny_encoder.runners._cuda_pipeline("float32", tiny_encoder.transformer)
+    monkeypatch.setattr(tiny_encoder.runners, "select", lambda *args, **kwargs: pipeline)
     tiny_encoder.train()
+    caplog.clear()
     with caplog.at_level("WARNING", logger="sbert"):
-        got = tiny_encoder._encode_on_gpu(sentences, "float32", RunOptions(), False)
+        got = tiny_encoder.encode(sentences, precision="float32", show_progress_bar=False)
     assert tiny_encoder.training
     assert [r.getMessage() for r in caplog.records] == [
         "2 of 3 inputs were longer than max_seq_length=64 tokens and were truncated"
     ]
-    expected = tiny_encoder.encode(sentences, precision="float32")
-    np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
+    np.testing.assert_allclose(got, expected, atol=1e-5)

@@ -8,7 +8,7 @@ import torch
 
 from sbert.inference import precision as precision_module
 from sbert.inference.cpu import AVX2_ONLY
-from sbert.inference.plan import make_plan
+from sbert.inference.plan import PlanRequest, make_plan
 
 CUDA = torch.device("cuda:0")
 
@@ -24,7 +24,7 @@ def test_auto_on_a_gpu_with_tensor_cores_is_float16_and_the_plan_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     simulate_gpu(monkeypatch, "NVIDIA H100 80GB HBM3", (9, 0))
-    plan = make_plan("auto", "auto", CUDA, AVX2_ONLY)
+    plan = make_plan(PlanRequest.of("auto", "auto"), AVX2_ONLY, CUDA)
     assert (plan.precision, plan.backend, plan.fallbacks) == ("float16", "torch", ())
     assert (
         plan.reason is not None and "NVIDIA H100 80GB HBM3 (compute capability 9.0) is float16" in plan.reason
@@ -34,18 +34,18 @@ def test_auto_on_a_gpu_with_tensor_cores_is_float16_and_the_plan_says_why(
 
 def test_auto_on_a_gpu_without_tensor_cores_is_float32(monkeypatch: pytest.MonkeyPatch) -> None:
     simulate_gpu(monkeypatch, "NVIDIA GeForce GTX 1080", (6, 1))
-    plan = make_plan("auto", "auto", CUDA, AVX2_ONLY)
+    plan = make_plan(PlanRequest.of("auto", "auto"), AVX2_ONLY, CUDA)
     assert plan.precision == "float32"
     assert plan.reason is not None and "no tensor cores" in plan.reason
 
 
 def test_an_explicit_precision_on_cuda_is_kept_without_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     simulate_gpu(monkeypatch, "NVIDIA A100", (8, 0))
-    assert make_plan("bfloat16", "auto", CUDA, AVX2_ONLY).precision == "bfloat16"
-    plan = make_plan("float32", "auto", CUDA, AVX2_ONLY)
+    assert make_plan(PlanRequest.of("bfloat16", "auto"), AVX2_ONLY, CUDA).precision == "bfloat16"
+    plan = make_plan(PlanRequest.of("float32", "auto"), AVX2_ONLY, CUDA)
     assert (plan.precision, plan.reason) == ("float32", None)
 
 
 def test_auto_on_the_cpu_is_unchanged() -> None:
-    plan = make_plan("auto", "torch", torch.device("cpu"), AVX2_ONLY)
+    plan = make_plan(PlanRequest.of("auto", "torch"), AVX2_ONLY, torch.device("cpu"))
     assert (plan.precision, plan.reason) == ("float32", None)
