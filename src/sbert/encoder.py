@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from sbert.batching import length_sorted_batches
+from sbert.encode_output import EncodeOutput, check_devices, token_embeddings
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.engines import Engines, prompt_length
@@ -28,6 +29,7 @@ from sbert.model_io import load_modules, load_prompts, save_modules
 from sbert.modules import Pooling, Tokenized, Transformer
 from sbert.modules.normalize import Normalize
 from sbert.prompts import Prompts
+from sbert.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
 
 logger = logging.getLogger("sbert")
 
@@ -35,8 +37,13 @@ logger = logging.getLogger("sbert")
 PROGRESS_BAR_MIN_SENTENCES = 1000
 
 
-class SentenceEncoder(nn.Module):
+class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByName):
     """A Hugging Face encoder followed by pooling and optional layers (Dense, Normalize).
+
+    ``sbert.SentenceTransformer`` is this class: built from a name or path (``SentenceEncoder(
+    "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
+    :meth:`from_pretrained` does, and it has sentence-transformers' methods
+    (:class:`~sbert.st_surface.SentenceTransformerMethods`).
 
     Args:
         transformer: The token-level encoder with its tokenizer.
@@ -66,12 +73,9 @@ class SentenceEncoder(nn.Module):
         prompts: Prompts | None = None,
     ) -> None:
         if not isinstance(transformer, Transformer):
-            hint = (
-                f"; to load a model by name or path use SentenceEncoder.from_pretrained({transformer!r})"
-                if isinstance(transformer, str | Path)
-                else ""
+            raise TypeError(
+                f"SentenceEncoder takes a Transformer or a model name or path, not {type(transformer).__name__}"
             )
-            raise TypeError(f"SentenceEncoder takes a Transformer, not {type(transformer).__name__}{hint}")
         super().__init__()
         self.transformer = transformer
         self.pooling = pooling or Pooling(transformer.dim)
@@ -79,6 +83,7 @@ class SentenceEncoder(nn.Module):
         self.name = name or "unnamed"
         self.prompts = prompts or Prompts()  # sentence-transformers' prompts and default prompt
         self.source: str | None = None
+        self.truncate_dim: int | None = None  # encode()'s default truncate_dim (sentence-transformers')
         self.cpu_capabilities: CpuCapabilities = (
             this_cpu()
         )  # the plan is made for these; tests simulate others
@@ -109,7 +114,8 @@ class SentenceEncoder(nn.Module):
                 read into :attr:`prompts`.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
-            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the hardware has it
+            precision: The *compute* precision, how ``encode()`` computes (not sentence-transformers'
+                output precision, ``encode(precision=...)``): ``"auto"`` (bf16 where the hardware has it
                 natively, else float32; never calibrated, see :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
                 the query, key and feed-forward input projections, bf16 elsewhere) or ``"int8"``
                 (every projection; the last two are static quantization and need the openvino
@@ -137,6 +143,7 @@ class SentenceEncoder(nn.Module):
         transformer, pooler, layers = load_modules(path, pooling=pooling, max_seq_length=max_seq_length)
         model = cls(transformer, pooler, layers, str(name_or_path or DEFAULT_MODEL), load_prompts(path))
         model.source = str(path)
+        model.similarity_fn_name = saved_similarity_fn_name(path)
         model.eval()
         model.requested_precision = precision
         model.requested_backend = backend
@@ -146,6 +153,7 @@ class SentenceEncoder(nn.Module):
     def save(self, path: str | Path) -> None:
         """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
         save_modules(Path(path), self.transformer, self.pooling, list(self.layers), self.prompts)
+        self.save_similarity_fn_name(path)
 
     @property
     def dim(self) -> int:
@@ -157,7 +165,18 @@ class SentenceEncoder(nn.Module):
 
     @property
     def max_seq_length(self) -> int:
+        """Inputs are cut to this many tokens (special tokens included); settable."""
         return self.transformer.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        check_count("max_seq_length", value)
+        self.transformer.max_seq_length = int(value)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The Hugging Face tokenizer (sentence-transformers' ``model.tokenizer``)."""
+        return self.transformer.tokenizer
 
     @property
     def device(self) -> torch.device:
@@ -182,7 +201,10 @@ class SentenceEncoder(nn.Module):
         self._requested_backend = check_backend(backend)
 
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another precision or backend; returns the plan that now runs.
+        """Ask for another compute precision or backend; returns the plan that now runs.
+
+        ``precision`` is the compute precision, as in :meth:`from_pretrained` (sentence-transformers
+        has no such method; its ``encode(precision=...)`` is the output precision).
 
         Examples:
             >>> SentenceEncoder.from_pretrained().set_precision("float32").precision
@@ -203,7 +225,9 @@ class SentenceEncoder(nn.Module):
 
     @property
     def precision(self) -> str:
-        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``.
+        """The compute precision ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"mixed"``
+        or ``"int8"`` (sentence-transformers has no ``model.precision``; the output precision is
+        ``encode(precision=...)``).
 
         ``auto`` resolves to ``bfloat16`` where the device multiplies bf16 natively, else
         ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
@@ -227,7 +251,7 @@ class SentenceEncoder(nn.Module):
         requested backend). A graph that later fails its probe changes the plan (it says why)."""
         return self.engines.plan_for(precision, backend)
 
-    def tokenize(self, sentences: Sequence[str]) -> Tokenized:
+    def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
         try:
             return self.transformer.tokenize(sentences)
@@ -244,7 +268,7 @@ class SentenceEncoder(nn.Module):
         sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
         try:
             return self.transformer.token_counts(sentences)
-        except TypeError:  # lone surrogates, replaced as tokenize() replaces them
+        except TypeError:  # lone surrogates, replaced as token_ids() replaces them
             return self.transformer.token_counts([valid_utf8(s) for s in sentences])
 
     def with_prompt(
@@ -275,29 +299,57 @@ class SentenceEncoder(nn.Module):
     def encode(
         self,
         sentences: str | Iterable[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
         batch_size: int = 32,
-        normalize: bool = False,
-        convert_to_tensor: bool = False,
         show_progress_bar: bool | None = None,
-        precision: str | None = None,
+        output_value: str = "sentence_embedding",
+        precision: str = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: str | torch.device | list[str] | None = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        pool: Any = None,
+        chunk_size: int | None = None,
+        *,
+        normalize: bool = False,
+        compute_precision: str | None = None,
         max_tokens: int | None = None,
         batch_cost_tokens: int | None = None,
         pack: bool = False,
-        prompt_name: str | None = None,
-        prompt: str | None = None,
-    ) -> np.ndarray | Tensor:
+    ) -> Any:
         """Embed sentences; the output keeps the input order.
 
-        Sentences are sorted by token length and each batch is padded only to its longest member
-        (smart batching), so a sentence's vector does not depend on the batch it lands in.
+        Takes sentence-transformers' ``encode`` arguments with their meaning (the first fourteen,
+        :mod:`sbert.encode_output`), then sbert's own, by keyword. Sentences are sorted by token
+        length and each batch is padded only to its longest member (smart batching), so a
+        sentence's vector does not depend on the batch it lands in.
 
         Args:
             sentences: One string (returns shape ``(dim,)``) or a list of strings (``(n, dim)``).
+            prompt_name: Put the model's prompt of that name before every sentence (see
+                :attr:`prompts`); default: the model's default prompt, if it has one.
+            prompt: Put this text before every sentence (instead of any named prompt).
             batch_size: Sentences per forward pass.
-            normalize: Scale every vector to unit length.
-            convert_to_tensor: Return a ``torch.Tensor`` instead of a numpy array.
             show_progress_bar: Default: on for inputs of 1000 sentences or more.
-            precision: Overrides the model's precision for this call (see :meth:`from_pretrained`).
+            output_value: ``"sentence_embedding"``, or ``"token_embeddings"``: a list of each
+                sentence's (tokens, hidden) float32 tensors, computed in float32 on PyTorch.
+            precision: The *output* precision, as in sentence-transformers: ``"float32"``,
+                ``"int8"``/``"uint8"`` (one byte a dimension, ranges from this call's vectors) or
+                ``"binary"``/``"ubinary"`` (packed bits). Not the compute precision: see
+                ``compute_precision``.
+            convert_to_numpy: Return a numpy array; ``False``: a list of 1-d tensors.
+            convert_to_tensor: Return one ``torch.Tensor`` (wins over ``convert_to_numpy``).
+            device: Move the model to this device first (one device: sbert has no process pool).
+            normalize_embeddings: Scale every vector to unit length (after ``truncate_dim``).
+            truncate_dim: Keep the first this many dimensions (default: :attr:`truncate_dim`).
+            pool: Not available (sentence-transformers' multi-process pool); must be ``None``.
+            chunk_size: The chunk of a multi-process pool; nothing to do in one process.
+            normalize: sbert's name for ``normalize_embeddings``.
+            compute_precision: How the network computes for this call (default: the model's
+                :attr:`requested_precision`): ``"auto"``, ``"float32"``, ``"bfloat16"``,
+                ``"mixed"`` or ``"int8"`` (see :meth:`from_pretrained`).
             max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
                 ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
             batch_cost_tokens: What one forward pass costs beyond its padded tokens, in tokens:
@@ -310,32 +362,49 @@ class SentenceEncoder(nn.Module):
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
                 tokens of a pass (default 8192).
-            prompt_name: Put the model's prompt of that name before every sentence (see
-                :attr:`prompts`); default: the model's default prompt, if it has one.
-            prompt: Put this text before every sentence (instead of any named prompt).
 
         Raises:
             TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
                 a DataFrame, bytes, a set, ``None``...), an item is not a string (the message names
                 its index and type), or ``batch_size`` or ``max_tokens`` is not a whole number.
-            ValueError: an unknown ``precision`` or ``prompt_name``, a prompt that alone fills
-                ``max_seq_length``, or ``batch_size`` or ``max_tokens`` below 1.
+            ValueError: an unknown ``precision`` (a compute precision there says to use
+                ``compute_precision``), ``compute_precision``, ``output_value`` or ``prompt_name``, a
+                prompt that alone fills ``max_seq_length``, ``batch_size`` or ``max_tokens`` below 1,
+                or ``pool``.
+
+        Examples:
+            >>> model = SentenceEncoder.from_pretrained()
+            >>> model.encode(["A man plays a guitar."], precision="ubinary").shape
+            (1, 48)
         """
         # Every check before an engine is compiled or calibrated: bad input fails at once.
         check_count("batch_size", batch_size)
         for name, value in (("max_tokens", max_tokens), ("batch_cost_tokens", batch_cost_tokens)):
             if value is not None:
                 check_count(name, value)
-        plan = self.plan_for(self.requested_precision if precision is None else precision)
+        output = EncodeOutput(
+            output_value,
+            precision,
+            normalize or normalize_embeddings,
+            self.truncate_dim if truncate_dim is None else truncate_dim,
+            convert_to_numpy,
+            convert_to_tensor,
+        )
+        if (target := check_devices(device, pool)) is not None:
+            self.to(target)
+        plan = self.plan_for(self.requested_precision if compute_precision is None else compute_precision)
         single = isinstance(sentences, str)
         texts, prompt_length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
+        if output.tokens:
+            vectors = token_embeddings(self, texts, batch_size)
+            return vectors[0] if single else vectors
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
         if texts:
             engine = self.engines.openvino_engine(plan.precision) if plan.backend == "openvino" else None
             if plan.backend == "openvino" and engine is None:  # conversion failed: the plan says so now
                 plan = self.plan_for(plan.requested_precision)
             run_precision = plan.precision
-            tokenized = self.tokenize(texts)
+            tokenized = self.token_ids(texts)
             if tokenized.truncated:
                 logger.warning(
                     "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
@@ -385,10 +454,7 @@ class SentenceEncoder(nn.Module):
                 if toggle:
                     self.train(was_training)
         _check_finite(embeddings, plan)
-        if normalize:
-            embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
-        result = embeddings[0] if single else embeddings
-        return result if convert_to_tensor else result.numpy()
+        return output.finish(embeddings, single)
 
     def encode_query(
         self,
@@ -437,6 +503,10 @@ class SentenceEncoder(nn.Module):
             if normalize or not isinstance(layer, Normalize):
                 embeddings = layer(embeddings)
         return embeddings
+
+
+# sentence-transformers' name: the same class (its constructor and methods are SentenceEncoder's).
+SentenceTransformer = SentenceEncoder
 
 
 def _check_finite(embeddings: Tensor, plan: EnginePlan) -> None:

@@ -258,7 +258,7 @@ def token_vectors(model: Any, texts: list[str], truncate: bool, direction: str) 
     transformer = model.transformer
     with torch.inference_mode():
         for start in range(0, len(texts), 32):  # bounded memory for long lists
-            ids = model.tokenize(texts[start : start + 32]).ids
+            ids = model.token_ids(texts[start : start + 32]).ids
             vectors = transformer(transformer.collate(ids)).float().numpy()
             rows += [np.ascontiguousarray(vectors[k, : len(row)]) for k, row in enumerate(ids)]
     return rows

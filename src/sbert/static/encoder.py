@@ -22,6 +22,7 @@ import torch
 from tokenizers import Tokenizer, normalizers
 from torch import Tensor, nn
 
+from sbert.encode_output import EncodeOutput, check_devices
 from sbert.encoder import SentenceEncoder
 from sbert.errors import ModelLoadError
 from sbert.inference.cpu import this_cpu
@@ -75,7 +76,7 @@ class StaticEncoder(SentenceEncoder):
                 f"a static model needs a (vocabulary, dim) table, got shape {tuple(table.shape)}"
             )
         self.embedding = nn.EmbeddingBag.from_pretrained(table, freeze=False, mode="mean")
-        self.tokenizer = tokenizer
+        self._tokenizer = tokenizer
         tokenizer.no_padding()
         tokenizer.no_truncation()  # truncation is ours, so it can be counted and reported
         self.ascii_tokenizer = ascii_twin(tokenizer)
@@ -85,6 +86,7 @@ class StaticEncoder(SentenceEncoder):
         self.name = name or "unnamed"
         self.prompts = Prompts()
         self.source: str | None = None
+        self.truncate_dim: int | None = None
         self.requested_precision = "float32"
         self.requested_backend = "torch"
         self.calibration_sentences: Sequence[str] | None = None
@@ -118,6 +120,16 @@ class StaticEncoder(SentenceEncoder):
     def max_seq_length(self) -> int:
         return self.limit or NO_LIMIT
 
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        check_count("max_seq_length", value)
+        self.limit = None if value >= NO_LIMIT else int(value)
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The Rust tokenizer (sentence-transformers' ``StaticEmbedding.tokenizer``)."""
+        return self._tokenizer
+
     @property
     def device(self) -> torch.device:
         return self.embedding.weight.device
@@ -131,7 +143,7 @@ class StaticEncoder(SentenceEncoder):
         """:attr:`plan`, whatever was asked: only float32 on PyTorch runs a static model."""
         return self.plan
 
-    def tokenize(self, sentences: Sequence[str]) -> Tokenized:  # type: ignore[override]
+    def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence (no special tokens), truncated to ``max_seq_length``."""
         ids, lengths, truncated = self._token_ids(list(sentences))
         starts = np.concatenate([[0], np.cumsum(lengths)])
@@ -182,32 +194,54 @@ class StaticEncoder(SentenceEncoder):
     def encode(  # type: ignore[override]
         self,
         sentences: str | Iterable[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
         batch_size: int = 32,
-        normalize: bool = False,
-        convert_to_tensor: bool = False,
         show_progress_bar: bool | None = None,
-        precision: str | None = None,
+        output_value: str = "sentence_embedding",
+        precision: str = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: str | torch.device | list[str] | None = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        pool: Any = None,
+        chunk_size: int | None = None,
+        *,
+        normalize: bool = False,
+        compute_precision: str | None = None,
         max_tokens: int | None = None,
         batch_cost_tokens: int | None = None,
         pack: bool = False,
-        prompt_name: str | None = None,
-        prompt: str | None = None,
-    ) -> np.ndarray | Tensor:
+    ) -> Any:
         """Embed sentences, in input order: the mean of each sentence's token vectors.
 
-        Takes :meth:`SentenceEncoder.encode`'s arguments so that every caller works unchanged;
-        ``batch_size``, ``precision`` (float32 only), ``max_tokens``, ``batch_cost_tokens`` and
-        ``pack`` change nothing here: a whole chunk of sentences is one sparse mean. An empty string
-        gets the zero vector (what sentence-transformers gives).
+        Takes :meth:`SentenceEncoder.encode`'s arguments, with their meaning, so that every caller
+        works unchanged; ``batch_size``, ``compute_precision`` (float32 only), ``max_tokens``,
+        ``batch_cost_tokens`` and ``pack`` change nothing here: a whole chunk of sentences is one
+        sparse mean. An empty string gets the zero vector (what sentence-transformers gives).
 
         Raises:
             TypeError: ``sentences`` is not a string or an ordered collection of strings, or an item
                 is not a string (the message names its index and type).
-            ValueError: ``precision`` other than ``float32``/``auto``, or ``batch_size`` below 1.
+            ValueError: ``compute_precision`` other than ``float32``/``auto``, an unknown output
+                ``precision``, ``output_value="token_embeddings"``, or ``batch_size`` below 1.
         """
         check_count("batch_size", batch_size)
-        if precision not in (None, "auto", "float32"):
-            raise ValueError(f"a static model computes in float32, not {precision!r}")
+        output = EncodeOutput(
+            output_value,
+            precision,
+            normalize or normalize_embeddings,
+            self.truncate_dim if truncate_dim is None else truncate_dim,
+            convert_to_numpy,
+            convert_to_tensor,
+        )
+        if output.tokens:
+            raise ValueError("a static model has no token embeddings: use output_value='sentence_embedding'")
+        if compute_precision not in (None, "auto", "float32"):
+            raise ValueError(f"a static model computes in float32, not {compute_precision!r}")
+        if (target := check_devices(device, pool)) is not None:
+            self.to(target)
         single = isinstance(sentences, str)
         texts, _ = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         parts: list[Tensor] = []
@@ -228,10 +262,7 @@ class StaticEncoder(SentenceEncoder):
             embeddings = parts[0]  # no copy: the common case of up to CHUNK sentences
         else:
             embeddings = torch.cat(parts) if parts else torch.empty((0, self.dim), dtype=torch.float32)
-        if normalize:
-            embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
-        result = embeddings[0] if single else embeddings
-        return result if convert_to_tensor else result.numpy()
+        return output.finish(embeddings, single)
 
     def _encodings(self, texts: list[str]) -> list[Any]:
         """The tokenizer's encodings of ``texts`` (no special tokens), in order.
