@@ -162,8 +162,8 @@ def quantize_embeddings(
         TypeError: ``ranges`` is a :class:`QuantizationRanges` (use :func:`quantize_codes`).
 
     Examples:
-        >>> quantize_embeddings(np.array([[0.0, 1.0], [1.0, 0.5], [0.5, 0.0]]), "uint8").tolist()
-        [[0, 255], [255, 127], [127, 0]]
+        >>> quantize_embeddings(np.array([[0.0, 1.0], [1.0, 0.5], [0.5, 0.0]]), "uint8").tolist()  # floor
+        [[0, 254], [254, 127], [127, 0]]
     """
     if isinstance(ranges, QuantizationRanges):
         raise TypeError("ranges is a QuantizationRanges: use quantize_codes(vectors, precision, ranges)")

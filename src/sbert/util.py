@@ -10,8 +10,9 @@ Example:
     >>> from sbert import util
     >>> util.cos_sim(np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]]))
     tensor([[1., 0.]])
-    >>> util.semantic_search(np.array([[1.0, 0.1]]), np.array([[0.0, 1.0], [1.0, 0.0]]), top_k=1)
-    [[{'corpus_id': 1, 'score': 0.9950371980667114}]]
+    >>> hits = util.semantic_search(np.array([[1.0, 0.1]]), np.array([[0.0, 1.0], [1.0, 0.0]]), top_k=1)
+    >>> hits[0][0]["corpus_id"], round(hits[0][0]["score"], 4)
+    (1, 0.995)
 """
 
 from __future__ import annotations
@@ -190,8 +191,9 @@ def paraphrase_mining_embeddings(
     """:func:`paraphrase_mining` of vectors (n, dim).
 
     Examples:
-        >>> paraphrase_mining_embeddings(np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1]]), max_pairs=1)
-        [[0.9938837289810181, 0, 2]]
+        >>> [score, i, j] = paraphrase_mining_embeddings(np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1]]))[0]
+        >>> round(score, 4), i, j
+        (0.9939, 0, 2)
     """
     from sbert.applications.mining import paraphrase_mining as mine
 

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_progress_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
@@ -80,8 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--address", default=None, help="ray: cluster address (default: $RAY_ADDRESS or local)"
     )
     store.add_argument("--workers", type=int, default=None, help="ray: encoder actors (default: one per CPU)")
-    store.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_arguments(parser)
+    add_progress_arguments(parser, "on for 1000 sentences or more; a store: on")
     add_prompt_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         normalize=args.normalize,
         prompt_name=args.prompt_name,
         prompt=args.prompt,
+        show_progress_bar=args.show_progress_bar,
     )
     assert isinstance(vectors, np.ndarray)
     if args.dimensions is not None:
@@ -181,7 +182,7 @@ def _run_store(args: argparse.Namespace) -> int:
         store_texts=not args.no_texts,
         skip_bad_lines=args.skip_bad_lines,
         overwrite=args.overwrite,
-        show_progress=not args.no_progress,
+        show_progress=args.show_progress_bar is not False,
         engine=args.engine,
         address=args.address,
         workers=args.workers,

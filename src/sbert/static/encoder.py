@@ -111,6 +111,7 @@ class StaticEncoder(SentenceEncoder):
         from sbert.static.io import save_static
 
         save_static(self, Path(path))
+        self.save_similarity_fn_name(path)
 
     @property
     def dim(self) -> int:
