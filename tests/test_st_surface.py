@@ -252,6 +252,12 @@ def test_a_compute_precision_given_as_precision_says_which_is_which(tiny_encoder
         tiny_encoder.encode(SENTENCES, precision=compute)
 
 
+def test_precision_none_is_float32_as_in_sentence_transformers(tiny_encoder: Any) -> None:
+    np.testing.assert_array_equal(
+        tiny_encoder.encode(SENTENCES, precision=None), tiny_encoder.encode(SENTENCES)
+    )
+
+
 def test_unsupported_keywords_are_named(tiny_encoder: Any) -> None:
     with pytest.raises(ValueError, match="unknown precision 'float16'"):
         tiny_encoder.encode(SENTENCES, precision="float16")

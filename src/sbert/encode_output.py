@@ -35,8 +35,9 @@ OUTPUT_PRECISIONS: tuple[OutputPrecision, ...] = get_args(OutputPrecision)
 OUTPUT_VALUES: tuple[OutputValue, ...] = get_args(OutputValue)
 
 
-def check_output_precision(precision: str) -> OutputPrecision:
-    """``precision`` as an output precision; a compute precision gets an error saying which is which.
+def check_output_precision(precision: str | None) -> OutputPrecision:
+    """``precision`` as an output precision (``None``: float32, as sentence-transformers takes it);
+    a compute precision gets an error saying which is which.
 
     Examples:
         >>> check_output_precision("int8")
@@ -46,6 +47,8 @@ def check_output_precision(precision: str) -> OutputPrecision:
         ...
         ValueError: precision= is the output precision (float32, int8, uint8, binary, ubinary) as in sentence-transformers; for the compute precision use compute_precision='bfloat16'
     """
+    if precision is None:
+        return "float32"
     for option in OUTPUT_PRECISIONS:
         if precision == option:
             return option
@@ -77,7 +80,7 @@ class EncodeOutput:
     """
 
     output_value: str = "sentence_embedding"
-    precision: str = "float32"
+    precision: str | None = "float32"
     normalize: bool = False
     truncate_dim: int | None = None
     convert_to_numpy: bool = True
@@ -104,10 +107,11 @@ class EncodeOutput:
         if self.normalize:
             embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
         result: np.ndarray | Tensor = embeddings
-        if len(embeddings) and self.precision != "float32":
+        precision = check_output_precision(self.precision)
+        if len(embeddings) and precision != "float32":
             from sbert.quantization import quantize_embeddings
 
-            result = quantize_embeddings(embeddings.numpy(), self.precision)
+            result = quantize_embeddings(embeddings.numpy(), precision)
         if self.convert_to_tensor:
             result = torch.as_tensor(result)
         elif self.convert_to_numpy:

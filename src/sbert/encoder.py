@@ -304,7 +304,7 @@ class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByNa
         batch_size: int = 32,
         show_progress_bar: bool | None = None,
         output_value: str = "sentence_embedding",
-        precision: str = "float32",
+        precision: str | None = "float32",
         convert_to_numpy: bool = True,
         convert_to_tensor: bool = False,
         device: str | torch.device | list[str] | None = None,
@@ -321,7 +321,7 @@ class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByNa
     ) -> Any:
         """Embed sentences; the output keeps the input order.
 
-        Takes sentence-transformers' ``encode`` arguments with their meaning (the first fourteen,
+        Takes sentence-transformers' ``encode`` arguments with their meaning (up to ``chunk_size``,
         :mod:`sbert.encode_output`), then sbert's own, by keyword. Sentences are sorted by token
         length and each batch is padded only to its longest member (smart batching), so a
         sentence's vector does not depend on the batch it lands in.

@@ -200,7 +200,7 @@ class StaticEncoder(SentenceEncoder):
         batch_size: int = 32,
         show_progress_bar: bool | None = None,
         output_value: str = "sentence_embedding",
-        precision: str = "float32",
+        precision: str | None = "float32",
         convert_to_numpy: bool = True,
         convert_to_tensor: bool = False,
         device: str | torch.device | list[str] | None = None,
