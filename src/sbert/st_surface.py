@@ -20,8 +20,8 @@ from sbert.options import METRICS, choice
 
 ArrayLike = Tensor | np.ndarray
 
-# sentence-transformers' constructor arguments that sbert's loading takes, beyond from_pretrained's.
-ST_BACKENDS = {"torch": "torch", "openvino": "openvino", "auto": "auto"}
+# The backends of sentence-transformers' constructor that sbert runs (and sbert's "auto").
+ST_BACKENDS = ("torch", "openvino", "auto")
 
 
 class SentenceTransformerMethods:
