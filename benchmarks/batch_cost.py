@@ -70,7 +70,7 @@ def main() -> None:
 
     pairs = read_stsb("test", args.data_dir)
     sentences = [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]
-    lengths = np.array(model.tokenize(sentences).lengths)
+    lengths = np.array(model.token_ids(sentences).lengths)
     rng = np.random.default_rng(0)
     print("\ngroup | fixed-size batches: padded/real, cost | cheapest cuts: padded/real, cost")
     for group, size in ((8, 4), (16, 8), (32, 16), (64, 32)):

@@ -172,8 +172,8 @@ def limits(path: Path, sentences: list[str], repeats: int, device: str) -> dict[
     from sbert.inference.cuda_pipeline import RunOptions
 
     model = SentenceEncoder.from_pretrained(path, device=device, backend="torch")
-    ids = model.tokenize(sentences).ids
-    out = {"tokenize_only": _rate(lambda: model.tokenize(sentences), len(sentences), repeats)}
+    ids = model.token_ids(sentences).ids
+    out = {"tokenize_only": _rate(lambda: model.token_ids(sentences), len(sentences), repeats)}
     pipeline = model.engines.cuda_pipeline(model.plan.precision)
     run = lambda: pipeline.run(ids, RunOptions(), lambda done: None)  # noqa: E731
     out[f"sbert_pipeline_on_ids_{model.plan.precision}"] = _rate(run, len(ids), repeats)

@@ -50,7 +50,7 @@ def main() -> None:
 
     sentences = distinct_snli_sentences(args.sentences, args.data_dir)
     models = {precision: load_model(precision) for precision in args.precisions}
-    tokens = models[args.precisions[0]].tokenize(sentences).lengths
+    tokens = models[args.precisions[0]].token_ids(sentences).lengths
     stsb = SimilarityEvaluator(read_stsb("test", args.data_dir), name="stsb-test")
     quality = {precision: stsb(model)["spearman_cosine"] for precision, model in models.items()}
     for model in models.values():  # warm-up

@@ -19,7 +19,7 @@ from scipy.stats import spearmanr
 
 from sbert import SentenceEncoder
 from sbert.data.readers import read_stsb
-from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_embeddings
+from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_codes
 
 
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -37,11 +37,11 @@ def main() -> None:
     results = {}
     for precision in ("float32", "float16", "int8", "uint8", "binary"):
         if precision == "binary":
-            bits = [np.unpackbits(quantize_embeddings(v, "ubinary"), axis=1) for v in (first, second)]
+            bits = [np.unpackbits(quantize_codes(v, "ubinary"), axis=1) for v in (first, second)]
             scores = 1.0 - 2.0 * (bits[0] != bits[1]).mean(1)
         else:
             a, b = (
-                dequantize_embeddings(quantize_embeddings(v, precision, ranges), precision, ranges)
+                dequantize_embeddings(quantize_codes(v, precision, ranges), precision, ranges)
                 for v in (first, second)
             )
             scores = cosine_rows(a, b)

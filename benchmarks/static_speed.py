@@ -83,7 +83,7 @@ def main() -> None:
 
     a, b = np.asarray(ours.encode(sentences)), np.asarray(twin.encode(sentences))  # type: ignore[attr-defined]
     unk = ours.tokenizer.token_to_id("[UNK]")
-    with_unk = sum(unk in ids for ids in ours.tokenize(sentences).ids) if unk is not None else 0
+    with_unk = sum(unk in ids for ids in ours.token_ids(sentences).ids) if unk is not None else 0
     same = np.abs(a - b).max(axis=1) <= 1e-5
     print(
         f"same vectors as model2vec: {int(same.sum())} of {len(sentences)} sentences within 1e-5 "

@@ -50,7 +50,7 @@ def main() -> None:
             run()  # warm-up
         rates[name] = alternating_rates(runners, args.repeats, len(texts))
     for name, texts in sets.items():
-        lengths = model.tokenize(texts).lengths
+        lengths = model.token_ids(texts).lengths
         padded = sum(len(b) * max(lengths[i] for i in b) for b in length_sorted_batches(lengths, 32))
         print(
             f"{name}: {sum(lengths) / len(texts):.1f} real and {padded / len(texts):.1f} padded tokens per sentence, batch 32"

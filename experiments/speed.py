@@ -41,7 +41,7 @@ def encode_in_given_order(
 
     The paper's Table 7 baseline ("SBERT-base" without smart batching).
     """
-    tokenized = model.tokenize(list(sentences))
+    tokenized = model.token_ids(list(sentences))
     model.eval()
     vectors = []
     with torch.inference_mode():

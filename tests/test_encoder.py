@@ -1,4 +1,5 @@
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -120,16 +121,16 @@ def test_bfloat16_stays_close_and_batch_independent(
 ) -> None:
     tiny_encoder.cpu_capabilities = native_bf16  # made before the fixture
     tiny_encoder.requested_backend = backend
-    exact = tiny_encoder.encode(SENTENCES, precision="float32")
-    fast = tiny_encoder.encode(SENTENCES, precision="bfloat16")
+    exact = tiny_encoder.encode(SENTENCES, compute_precision="float32")
+    fast = tiny_encoder.encode(SENTENCES, compute_precision="bfloat16")
     cosines = (exact * fast).sum(1) / np.linalg.norm(exact, axis=1) / np.linalg.norm(fast, axis=1)
     assert 1 - cosines.min() < 0.005
     # Really ran in bf16; OpenVINO keeps float32 on a CPU without native bf16 (this test only
     # pretends the CPU has it), so there the vectors may equal float32's.
     assert np.abs(fast - exact).max() > 0 or (backend == "openvino" and not cpu_has_native_bf16())
-    alone = np.stack([tiny_encoder.encode(s, precision="bfloat16") for s in SENTENCES])
+    alone = np.stack([tiny_encoder.encode(s, compute_precision="bfloat16") for s in SENTENCES])
     np.testing.assert_allclose(
-        tiny_encoder.encode(SENTENCES, batch_size=3, precision="bfloat16"), alone, atol=1e-4
+        tiny_encoder.encode(SENTENCES, batch_size=3, compute_precision="bfloat16"), alone, atol=1e-4
     )
 
 
@@ -139,29 +140,29 @@ def test_fast_paths_follow_weight_updates(
     tiny_encoder: SentenceEncoder, native_bf16: None, backend: str, precision: str
 ) -> None:
     tiny_encoder.requested_backend = backend
-    before = tiny_encoder.encode(SENTENCES, precision=precision)
+    before = tiny_encoder.encode(SENTENCES, compute_precision=precision)
     with torch.no_grad():
         tiny_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(2.0)
-    after = tiny_encoder.encode(SENTENCES, precision=precision)
+    after = tiny_encoder.encode(SENTENCES, compute_precision=precision)
     tiny_encoder.requested_backend = "torch"
-    np.testing.assert_allclose(after, tiny_encoder.encode(SENTENCES, precision="float32"), atol=0.05)
+    np.testing.assert_allclose(after, tiny_encoder.encode(SENTENCES, compute_precision="float32"), atol=0.05)
     assert np.abs(after - before).max() > 0.01
 
 
 @pytest.mark.parametrize("backend", BACKENDS_HERE)
 def test_float32_equals_forward(tiny_encoder: SentenceEncoder, backend: str) -> None:
     tiny_encoder.requested_backend = backend
-    features = tiny_encoder.transformer.collate(tiny_encoder.tokenize(SENTENCES).ids)
+    features = tiny_encoder.transformer.collate(tiny_encoder.token_ids(SENTENCES).ids)
     with torch.no_grad():
         expected = tiny_encoder(features)
     np.testing.assert_allclose(
-        tiny_encoder.encode(SENTENCES, precision="float32"), expected.numpy(), atol=1e-5
+        tiny_encoder.encode(SENTENCES, compute_precision="float32"), expected.numpy(), atol=1e-5
     )
 
 
 def test_unknown_precision(tiny_model_dir, tiny_encoder: SentenceEncoder) -> None:
     with pytest.raises(ValueError, match="choose one of auto, float32, bfloat16, mixed, int8"):
-        tiny_encoder.encode(SENTENCES, precision="int4")
+        tiny_encoder.encode(SENTENCES, compute_precision="int4")
     with pytest.raises(ValueError, match="unknown precision 'half'"):
         SentenceEncoder.from_pretrained(tiny_model_dir, precision="half")
     with pytest.raises(ValueError, match="unknown backend 'onnx'; choose one of auto, torch, openvino"):
@@ -190,7 +191,7 @@ def test_a_model_openvino_cannot_convert_runs_on_pytorch(
         vectors = model.encode(SENTENCES)
     assert "OpenVINO could not compile" in caplog.text and "aten::exotic" in caplog.text
     assert (model.precision, model.backend) == (on_pytorch, "torch")
-    np.testing.assert_allclose(vectors, model.encode(SENTENCES, precision=on_pytorch), atol=1e-6)
+    np.testing.assert_allclose(vectors, model.encode(SENTENCES, compute_precision=on_pytorch), atol=1e-6)
     model.requested_backend = "openvino"  # asked for explicitly: the error is the caller's to see
     with pytest.raises(RuntimeError, match="aten::exotic"):
         model.encode(SENTENCES)
@@ -304,9 +305,14 @@ def test_bad_arguments_are_refused(
     assert tiny_encoder.encode(SENTENCES, batch_size=np.int64(2)).shape == (len(SENTENCES), tiny_encoder.dim)
 
 
-def test_a_name_given_to_the_constructor_points_to_from_pretrained() -> None:
-    with pytest.raises(TypeError, match=r"SentenceEncoder.from_pretrained\('all-MiniLM-L6-v2'\)"):
-        SentenceEncoder("all-MiniLM-L6-v2")  # type: ignore[arg-type]
+def test_a_name_given_to_the_constructor_loads_like_from_pretrained(tiny_model_dir: Path) -> None:
+    # sentence-transformers' constructor (issue 39); it pointed to from_pretrained before.
+    model = SentenceEncoder(str(tiny_model_dir), device="cpu")
+    assert type(model) is SentenceEncoder and model.source == str(tiny_model_dir.resolve())
+    expected = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu").encode(SENTENCES)
+    np.testing.assert_array_equal(model.encode(SENTENCES), expected)
+    with pytest.raises(TypeError, match="a Transformer or a model name or path, not int"):
+        SentenceEncoder(3)  # type: ignore[arg-type]
 
 
 def test_a_training_submodule_does_not_bring_dropout_into_encode(tiny_encoder: SentenceEncoder) -> None:

@@ -88,7 +88,7 @@ def test_prompts_survive_a_save_that_sentence_transformers_reads(
 def test_token_counts_include_the_prompt(prompted_model_dir: Path) -> None:
     model = SentenceEncoder.from_pretrained(prompted_model_dir, device="cpu", backend="torch")
     plain = model.token_counts(SENTENCES, prompt="")
-    prompt_tokens = len(model.tokenize(["query: "]).ids[0]) - 2  # without [CLS] and [SEP]
+    prompt_tokens = len(model.token_ids(["query: "]).ids[0]) - 2  # without [CLS] and [SEP]
     assert prompt_tokens > 0
     assert model.token_counts(SENTENCES) == [count + prompt_tokens for count in plain]
 

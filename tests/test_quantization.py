@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_embeddings
+from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_codes
 
 
 @pytest.fixture()
@@ -11,8 +11,8 @@ def vectors() -> np.ndarray:
 
 def test_int8_codes_do_not_depend_on_the_batch(vectors: np.ndarray) -> None:
     ranges = QuantizationRanges.from_vectors(vectors)
-    whole = quantize_embeddings(vectors, "int8", ranges)
-    alone = np.stack([quantize_embeddings(vector, "int8", ranges) for vector in vectors[:20]])
+    whole = quantize_codes(vectors, "int8", ranges)
+    alone = np.stack([quantize_codes(vector, "int8", ranges) for vector in vectors[:20]])
     np.testing.assert_array_equal(whole[:20], alone)
     assert whole.dtype == np.int8 and whole.min() == -128 and whole.max() == 127
 
@@ -20,19 +20,19 @@ def test_int8_codes_do_not_depend_on_the_batch(vectors: np.ndarray) -> None:
 def test_int8_round_trip_is_within_half_a_step(vectors: np.ndarray) -> None:
     ranges = QuantizationRanges.from_vectors(vectors)
     for precision in ("int8", "uint8"):
-        back = dequantize_embeddings(quantize_embeddings(vectors, precision, ranges), precision, ranges)
+        back = dequantize_embeddings(quantize_codes(vectors, precision, ranges), precision, ranges)
         assert np.max(np.abs(back - vectors) / ranges.step) <= 0.5 + 1e-3
 
 
 def test_int8_without_ranges_is_refused(vectors: np.ndarray) -> None:
     with pytest.raises(ValueError, match="calibration"):
-        quantize_embeddings(vectors, "int8")
+        quantize_codes(vectors, "int8")
 
 
 def test_ranges_refuse_another_dimension_or_model(vectors: np.ndarray) -> None:
     ranges = QuantizationRanges.from_vectors(vectors, model_fingerprint="a" * 64)
     with pytest.raises(ValueError, match="16-d"):
-        quantize_embeddings(vectors[:, :8], "int8", ranges)
+        quantize_codes(vectors[:, :8], "int8", ranges)
     with pytest.raises(ValueError, match="another model"):
         ranges.check(16, model_fingerprint="b" * 64)
     again = QuantizationRanges.from_dict(ranges.to_dict())
@@ -41,19 +41,19 @@ def test_ranges_refuse_another_dimension_or_model(vectors: np.ndarray) -> None:
 
 def test_binary_packs_signs() -> None:
     vectors = np.array([[1, -1, 1, -1, 1, -1, 1, -1, 0.5]], dtype=np.float32)
-    assert quantize_embeddings(vectors, "ubinary").tolist() == [[0b10101010, 0b10000000]]
-    assert quantize_embeddings(vectors, "binary").tolist() == [[0b10101010 - 128, 0b10000000 - 128]]
+    assert quantize_codes(vectors, "ubinary").tolist() == [[0b10101010, 0b10000000]]
+    assert quantize_codes(vectors, "binary").tolist() == [[0b10101010 - 128, 0b10000000 - 128]]
 
 
 def test_unknown_precision_is_named(vectors: np.ndarray) -> None:
     with pytest.raises(ValueError, match="int4"):
-        quantize_embeddings(vectors, "int4")
+        quantize_codes(vectors, "int4")
 
 
 def test_int8_codes_of_a_sentence_do_not_depend_on_its_batch(tiny_encoder) -> None:
     sentences = ["a man plays guitar", "the dog runs", "a much longer sentence about the rocket in space"]
     ranges = QuantizationRanges.from_vectors(tiny_encoder.encode(sentences * 3 + ["other words"]))
-    together = quantize_embeddings(tiny_encoder.encode(sentences), "int8", ranges)
+    together = quantize_codes(tiny_encoder.encode(sentences), "int8", ranges)
     for position, sentence in enumerate(sentences):
-        alone = quantize_embeddings(tiny_encoder.encode([sentence]), "int8", ranges)
+        alone = quantize_codes(tiny_encoder.encode([sentence]), "int8", ranges)
         np.testing.assert_array_equal(alone[0], together[position])

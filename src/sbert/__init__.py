@@ -1,7 +1,8 @@
 """sbert: Sentence-BERT sentence embeddings (Reimers & Gurevych, 2019).
 
 The names below load on first use (PEP 562), so ``import sbert`` and ``sbert --help`` do not pay
-for torch and transformers.
+for torch and transformers. sentence-transformers' names resolve to sbert's classes
+(``SentenceTransformer`` is :class:`SentenceEncoder`), so its users change only the imports.
 """
 
 from __future__ import annotations
@@ -13,30 +14,42 @@ __version__ = "0.1.0"
 
 # Public name → the module that defines it.
 _EXPORTS = {
+    "CrossEncoder": "sbert.cross_encoder",
     "DEFAULT_MODEL": "sbert.hub",
     "ModelLoadError": "sbert.errors",
     "SentenceEncoder": "sbert.encoder",
+    "SentenceTransformer": "sbert.encoder",
     "cosine_matrix": "sbert.similarity",
     "similarity_function": "sbert.similarity",
 }
+# Submodules reachable as attributes (``sbert.util.cos_sim`` after ``import sbert``).
+_SUBMODULES = ("quantization", "util")
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert import quantization, util
+    from sbert.cross_encoder import CrossEncoder
+    from sbert.encoder import SentenceEncoder, SentenceTransformer
     from sbert.errors import ModelLoadError
     from sbert.hub import DEFAULT_MODEL
     from sbert.similarity import cosine_matrix, similarity_function
 
 __all__ = [
     "DEFAULT_MODEL",
+    "CrossEncoder",
     "ModelLoadError",
     "SentenceEncoder",
+    "SentenceTransformer",
     "__version__",
     "cosine_matrix",
+    "quantization",
     "similarity_function",
+    "util",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"sbert.{name}")
     if name not in _EXPORTS:
         raise AttributeError(f"module 'sbert' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
@@ -45,4 +58,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted({*globals(), *_EXPORTS, *_SUBMODULES})

@@ -23,7 +23,7 @@ ModelT = TypeVar("ModelT", contravariant=True)
 class Encoder(Protocol):
     """Anything with ``encode(list[str]) -> (n, dim)``: sbert models and the baselines alike."""
 
-    def encode(self, sentences: list[str], batch_size: int = ...) -> np.ndarray | Tensor: ...
+    def encode(self, sentences: list[str], *, batch_size: int = ...) -> np.ndarray | Tensor: ...
 
 
 @runtime_checkable

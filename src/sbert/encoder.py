@@ -17,6 +17,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from sbert.encode_output import EncodeOutput, check_devices, token_embeddings
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.cuda_pipeline import CudaPipeline
@@ -31,12 +32,13 @@ from sbert.inference.precision import (
 )
 from sbert.inference.runner import Runner, RunOptions
 from sbert.inference.runners import RunnerFailed, Runners, after_pooling, evaluating
-from sbert.inference.steps import finish, prompt_length, run_options
-from sbert.inputs import as_texts, valid_utf8
+from sbert.inference.steps import check_finite, prompt_length, run_options
+from sbert.inputs import as_texts, check_count, valid_utf8
 from sbert.loading import load
 from sbert.model_io import save_modules
 from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
 from sbert.prompts import Prompts
+from sbert.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
 
 logger = logging.getLogger("sbert")
 
@@ -46,9 +48,14 @@ PROGRESS_BAR_MIN_SENTENCES = 1000
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
 
 
-class SentenceEncoder(nn.Module):
+class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByName):
     """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
     ``modules.json`` lists them.
+
+    ``sbert.SentenceTransformer`` is this class: built from a name or path (``SentenceEncoder(
+    "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
+    :meth:`from_pretrained` does, and it has sentence-transformers' methods
+    (:class:`~sbert.st_surface.SentenceTransformerMethods`).
 
     Args:
         transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
@@ -87,7 +94,7 @@ class SentenceEncoder(nn.Module):
                 else ""
             )
             raise TypeError(
-                "SentenceEncoder takes a Transformer or a StaticEmbedding, "
+                "SentenceEncoder takes a Transformer, a StaticEmbedding or a model name or path, "
                 f"not {type(transformer).__name__}{hint}"
             )
         super().__init__()
@@ -97,6 +104,7 @@ class SentenceEncoder(nn.Module):
         self.name = name or "unnamed"
         self.prompts = prompts or Prompts()  # sentence-transformers' prompts and default prompt
         self.source: str | None = None
+        self.truncate_dim: int | None = None  # encode()'s default truncate_dim (sentence-transformers')
         self.cpu_capabilities: CpuCapabilities = (
             this_cpu()
         )  # the plan is made for these; tests simulate others
@@ -142,8 +150,10 @@ class SentenceEncoder(nn.Module):
                 read into :attr:`prompts`.
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
-            precision: How ``encode()`` computes: ``"auto"`` (bf16 where the CPU has it natively,
-                float16 on a CUDA GPU with tensor cores, else float32; never calibrated, see :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
+            precision: The *compute* precision, how ``encode()`` computes (not sentence-transformers'
+                output precision, ``encode(precision=...)``): ``"auto"`` (bf16 where the CPU has it
+                natively, float16 on a CUDA GPU with tensor cores, else float32; never calibrated, see
+                :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
                 the query, key and feed-forward input projections, bf16 elsewhere) or ``"int8"``
                 (every projection; the last two are static quantization and need the openvino
                 extra). ``forward()`` (training) is always float32.
@@ -161,6 +171,7 @@ class SentenceEncoder(nn.Module):
         name = str(name_or_path or DEFAULT_MODEL)
         model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
         model.source = str(path)
+        model.similarity_fn_name = saved_similarity_fn_name(path)
         model.eval()
         if model.is_static:  # a table lookup gains nothing from a GPU, bf16 or OpenVINO
             return model.to(device or "cpu")
@@ -172,6 +183,7 @@ class SentenceEncoder(nn.Module):
     def save(self, path: str | Path) -> None:
         """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
         save_modules(Path(path), self.input_module, self.pooling, list(self.layers), self.prompts)
+        self.save_similarity_fn_name(path)
 
     @property
     def dim(self) -> int:
@@ -183,7 +195,19 @@ class SentenceEncoder(nn.Module):
 
     @property
     def max_seq_length(self) -> int:
+        """Inputs are cut to this many tokens (special tokens included); settable."""
         return self.input_module.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        check_count("max_seq_length", value)
+        self.input_module.max_seq_length = int(value)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer (sentence-transformers' ``model.tokenizer``): Hugging Face's for a transformer,
+        a Rust ``tokenizers.Tokenizer`` for a static model."""
+        return self.input_module.tokenizer
 
     @property
     def device(self) -> torch.device:
@@ -208,7 +232,10 @@ class SentenceEncoder(nn.Module):
         self._requested_backend = check_backend(backend)
 
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another precision or backend; returns the plan that now runs.
+        """Ask for another compute precision or backend; returns the plan that now runs.
+
+        ``precision`` is the compute precision, as in :meth:`from_pretrained` (sentence-transformers
+        has no such method; its ``encode(precision=...)`` is the output precision).
 
         Examples:
             >>> SentenceEncoder.from_pretrained().set_precision("float32").precision
@@ -229,7 +256,9 @@ class SentenceEncoder(nn.Module):
 
     @property
     def precision(self) -> str:
-        """What ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"mixed"`` or ``"int8"``.
+        """The compute precision ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``,
+        ``"float16"`` (CUDA), ``"mixed"`` or ``"int8"`` (sentence-transformers has no
+        ``model.precision``; the output precision is ``encode(precision=...)``).
 
         ``auto`` resolves to ``bfloat16`` where the CPU multiplies bf16 natively, ``float16`` on a
         CUDA GPU with tensor cores (:attr:`plan`'s ``reason`` says why), else ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
@@ -275,7 +304,7 @@ class SentenceEncoder(nn.Module):
         network = getattr(self.input_module, "model", None)
         return frozenset(p for p in ("float32", "bfloat16") if network is not None and packable(network, p))
 
-    def tokenize(self, sentences: Sequence[str]) -> Tokenized:
+    def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
         try:
             return self.input_module.tokenize(sentences)
@@ -292,7 +321,7 @@ class SentenceEncoder(nn.Module):
         sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
         try:
             return self.input_module.token_counts(sentences)
-        except TypeError:  # lone surrogates, replaced as tokenize() replaces them
+        except TypeError:  # lone surrogates, replaced as token_ids() replaces them
             return self.input_module.token_counts([valid_utf8(s) for s in sentences])
 
     def with_prompt(
@@ -327,29 +356,57 @@ class SentenceEncoder(nn.Module):
     def encode(
         self,
         sentences: str | Iterable[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
         batch_size: int = 32,
-        normalize: bool = False,
-        convert_to_tensor: bool = False,
         show_progress_bar: bool | None = None,
-        precision: str | None = None,
+        output_value: str = "sentence_embedding",
+        precision: str | None = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: str | torch.device | list[str] | None = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        pool: Any = None,
+        chunk_size: int | None = None,
+        *,
+        normalize: bool = False,
+        compute_precision: str | None = None,
         max_tokens: int | None = None,
         batch_cost_tokens: int | None = None,
         pack: bool = False,
-        prompt_name: str | None = None,
-        prompt: str | None = None,
-    ) -> np.ndarray | Tensor:
+    ) -> Any:
         """Embed sentences; the output keeps the input order.
 
-        Sentences are sorted by token length and each batch is padded only to its longest member
-        (smart batching), so a sentence's vector does not depend on the batch it lands in.
+        Takes sentence-transformers' ``encode`` arguments with their meaning (up to ``chunk_size``,
+        :mod:`sbert.encode_output`), then sbert's own, by keyword. Sentences are sorted by token
+        length and each batch is padded only to its longest member (smart batching), so a
+        sentence's vector does not depend on the batch it lands in.
 
         Args:
             sentences: One string (returns shape ``(dim,)``) or a list of strings (``(n, dim)``).
+            prompt_name: Put the model's prompt of that name before every sentence (see
+                :attr:`prompts`); default: the model's default prompt, if it has one.
+            prompt: Put this text before every sentence (instead of any named prompt).
             batch_size: Sentences per forward pass.
-            normalize: Scale every vector to unit length.
-            convert_to_tensor: Return a ``torch.Tensor`` instead of a numpy array.
             show_progress_bar: Default: on for inputs of 1000 sentences or more.
-            precision: Overrides the model's precision for this call (see :meth:`from_pretrained`).
+            output_value: ``"sentence_embedding"``, or ``"token_embeddings"``: a list of each
+                sentence's (tokens, hidden) float32 tensors, computed in float32 on PyTorch.
+            precision: The *output* precision, as in sentence-transformers: ``"float32"``,
+                ``"int8"``/``"uint8"`` (one byte a dimension, ranges from this call's vectors) or
+                ``"binary"``/``"ubinary"`` (packed bits). Not the compute precision: see
+                ``compute_precision``.
+            convert_to_numpy: Return a numpy array; ``False``: a list of 1-d tensors.
+            convert_to_tensor: Return one ``torch.Tensor`` (wins over ``convert_to_numpy``).
+            device: Move the model to this device first (one device: sbert has no process pool).
+            normalize_embeddings: Scale every vector to unit length (after ``truncate_dim``).
+            truncate_dim: Keep the first this many dimensions (default: :attr:`truncate_dim`).
+            pool: Not available (sentence-transformers' multi-process pool); must be ``None``.
+            chunk_size: The chunk of a multi-process pool; nothing to do in one process.
+            normalize: sbert's name for ``normalize_embeddings``.
+            compute_precision: How the network computes for this call (default: the model's
+                :attr:`requested_precision`): ``"auto"``, ``"float32"``, ``"bfloat16"``,
+                ``"mixed"`` or ``"int8"`` (see :meth:`from_pretrained`).
             max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
                 ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
             batch_cost_tokens: What one forward pass costs beyond its padded tokens, in tokens:
@@ -362,28 +419,51 @@ class SentenceEncoder(nn.Module):
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
                 tokens of a pass (default 8192).
-            prompt_name: Put the model's prompt of that name before every sentence (see
-                :attr:`prompts`); default: the model's default prompt, if it has one.
-            prompt: Put this text before every sentence (instead of any named prompt).
 
         Raises:
             TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
                 a DataFrame, bytes, a set, ``None``...), an item is not a string (the message names
                 its index and type), or ``batch_size`` or ``max_tokens`` is not a whole number.
-            ValueError: an unknown ``precision`` or ``prompt_name``, a prompt that alone fills
-                ``max_seq_length``, or ``batch_size`` or ``max_tokens`` below 1.
+            ValueError: an unknown ``precision`` (a compute precision there says to use
+                ``compute_precision``), ``compute_precision``, ``output_value`` or ``prompt_name``, a
+                prompt that alone fills ``max_seq_length``, ``batch_size`` or ``max_tokens`` below 1,
+                or ``pool``.
+
+        Examples:
+            >>> model = SentenceEncoder.from_pretrained()
+            >>> model.encode(["A man plays a guitar."], precision="ubinary").shape
+            (1, 48)
         """
         # Every check before an engine is compiled or calibrated: bad input fails at once.
         options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
-        plan = self._encode_plan(precision)
+        output = EncodeOutput(
+            output_value,
+            precision,
+            normalize or normalize_embeddings,
+            self.truncate_dim if truncate_dim is None else truncate_dim,
+            convert_to_numpy,
+            convert_to_tensor,
+        )
+        if (target := check_devices(device, pool)) is not None:
+            self.to(target)
+        plan = self._encode_plan(compute_precision)
+        single = isinstance(sentences, str)
         texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
+        if output.tokens:
+            if self.is_static:
+                raise ValueError(
+                    "a static model has no token embeddings: use output_value='sentence_embedding'"
+                )
+            vectors = token_embeddings(self, texts, batch_size)
+            return vectors[0] if single else vectors
         embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
         if texts:
             if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
                 show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
             options = replace(options, prompt_length=length)
             plan, embeddings = self._run(plan, texts, options, show_progress_bar)
-        return finish(embeddings, plan, isinstance(sentences, str), normalize, convert_to_tensor)
+        check_finite(embeddings, plan)
+        return output.finish(embeddings, single)
 
     def _encode_plan(self, precision: str | None) -> EnginePlan:
         if self.is_static and precision not in (None, "auto", "float32"):
@@ -397,9 +477,9 @@ class SentenceEncoder(nn.Module):
         plan, runner = self._runner(plan, options.pack)
         truncated = 0
 
-        def token_ids(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
+        def ids_of(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
             nonlocal truncated
-            tokens = self.tokenize(chunk)
+            tokens = self.token_ids(chunk)
             truncated += tokens.truncated
             return tokens.ids
 
@@ -407,9 +487,9 @@ class SentenceEncoder(nn.Module):
         try:
             if isinstance(runner, CudaPipeline):  # it tokenizes a chunk ahead while the device runs
                 with evaluating([self.input_module, self.pooling, *self.layers]):  # its padded fallback
-                    embeddings = runner.run_texts(texts, token_ids, options, bar.update)
+                    embeddings = runner.run_texts(texts, ids_of, options, bar.update)
             else:
-                embeddings = runner.run(token_ids(texts), options, bar.update)
+                embeddings = runner.run(ids_of(texts), options, bar.update)
         finally:
             bar.close()
         if truncated:
@@ -475,3 +555,7 @@ class SentenceEncoder(nn.Module):
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's
         pooled vectors go through this one function."""
         return after_pooling(self.layers, embeddings, normalize)
+
+
+# sentence-transformers' name: the same class (its constructor and methods are SentenceEncoder's).
+SentenceTransformer = SentenceEncoder

@@ -8,23 +8,35 @@
 - ``binary`` / ``ubinary``: one bit a dimension (``x > 0``), packed eight to a byte (``int8`` codes
   offset by -128, as sentence-transformers writes them, or ``uint8``). Compared by Hamming distance.
 
+Two functions make codes. :func:`quantize_codes` is sbert's: int8/uint8 need stored
+:class:`QuantizationRanges` and round to the nearest step (what stores and indexes keep).
+:func:`quantize_embeddings` is sentence-transformers' function of that name, same arguments, same
+codes (``ranges`` a (2, dim) array; without ranges or calibration vectors, the ranges of the
+vectors given, so a sentence's codes depend on its batch).
+
 Example:
     >>> import numpy as np
     >>> vectors = np.random.default_rng(0).normal(size=(1000, 8)).astype("float32")
     >>> ranges = QuantizationRanges.from_vectors(vectors)
-    >>> codes = quantize_embeddings(vectors[:2], "int8", ranges)
+    >>> codes = quantize_codes(vectors[:2], "int8", ranges)
     >>> codes.dtype, codes.shape
     (dtype('int8'), (2, 8))
-    >>> quantize_embeddings(vectors[:2], "ubinary").shape  # 8 dimensions, one byte
+    >>> quantize_codes(vectors[:2], "ubinary").shape  # 8 dimensions, one byte
     (2, 1)
+    >>> quantize_embeddings(vectors[:2], "int8", calibration_embeddings=vectors).dtype
+    dtype('int8')
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from torch import Tensor
+
+logger = logging.getLogger("sbert")
 
 QUANTIZATION_PRECISIONS = ("float32", "float16", "int8", "uint8", "binary", "ubinary")
 _LEVELS = 255  # steps between a dimension's minimum and maximum in one byte
@@ -102,10 +114,10 @@ class QuantizationRanges:
             )
 
 
-def quantize_embeddings(
+def quantize_codes(
     vectors: np.ndarray, precision: str, ranges: QuantizationRanges | None = None
 ) -> np.ndarray:
-    """Codes for ``vectors`` ``(n, dim)`` (or one ``(dim,)`` vector) in ``precision``.
+    """sbert's codes for ``vectors`` ``(n, dim)`` (or one ``(dim,)`` vector) in ``precision``.
 
     Args:
         vectors: Float sentence vectors.
@@ -123,6 +135,76 @@ def quantize_embeddings(
     matrix = _as_matrix(np.atleast_2d(vectors), "vectors")
     codes = _quantize(matrix, precision, ranges)
     return codes[0] if single else codes
+
+
+def quantize_embeddings(
+    embeddings: Tensor | np.ndarray,
+    precision: str,
+    ranges: np.ndarray | None = None,
+    calibration_embeddings: np.ndarray | None = None,
+) -> np.ndarray:
+    """sentence-transformers' ``quantize_embeddings``: the same arguments, the same codes.
+
+    Args:
+        embeddings: Float vectors (n, dim) or one (dim,), numpy or torch.
+        precision: ``float32``, ``int8``, ``uint8``, ``binary`` or ``ubinary``.
+        ranges: int8/uint8: a (2, dim) array of each dimension's minimum and maximum.
+        calibration_embeddings: int8/uint8 without ``ranges``: vectors whose minimum and maximum
+            are the ranges (default: ``embeddings`` themselves, which ties a sentence's codes to
+            its batch; :func:`quantize_codes` with stored ranges does not).
+
+    Returns:
+        int8/uint8: (n, dim) codes ``floor((x - min) / step)``, minus 128 for int8; binary/ubinary:
+        (n, ceil(dim / 8)) packed bits; float32: the vectors.
+
+    Raises:
+        ValueError: an unknown precision, or int8/uint8 ranges from one vector alone.
+        TypeError: ``ranges`` is a :class:`QuantizationRanges` (use :func:`quantize_codes`).
+
+    Examples:
+        >>> quantize_embeddings(np.array([[0.0, 1.0], [1.0, 0.5], [0.5, 0.0]]), "uint8").tolist()  # floor
+        [[0, 254], [254, 127], [127, 0]]
+    """
+    if isinstance(ranges, QuantizationRanges):
+        raise TypeError("ranges is a QuantizationRanges: use quantize_codes(vectors, precision, ranges)")
+    matrix = np.asarray(embeddings.detach().cpu() if isinstance(embeddings, Tensor) else embeddings)
+    if matrix.dtype in (np.uint8, np.int8):
+        raise ValueError(f"embeddings to quantize must be float, not {matrix.dtype}")
+    if precision == "float32":
+        return matrix.astype(np.float32)
+    if precision in ("binary", "ubinary"):
+        return _quantize(matrix, precision, None)
+    if precision not in ("int8", "uint8"):
+        raise ValueError(
+            f"unknown quantization precision {precision!r}; choose from float32, int8, uint8, binary, ubinary"
+        )
+    if ranges is None:
+        ranges = _st_ranges(matrix, precision, calibration_embeddings)
+    ranges = np.asarray(ranges, dtype=np.float32)
+    starts = ranges[0, :]
+    steps = (ranges[1, :] - starts) / _LEVELS
+    steps = np.where(steps == 0, 1, steps)
+    levels = np.clip(np.floor((matrix - starts) / steps), 0, _LEVELS)
+    return (levels - 128).astype(np.int8) if precision == "int8" else levels.astype(np.uint8)
+
+
+def _st_ranges(matrix: np.ndarray, precision: str, calibration_embeddings: np.ndarray | None) -> np.ndarray:
+    """(2, dim) minimum and maximum of the calibration vectors, else of ``matrix`` (as ST does)."""
+    if calibration_embeddings is None:
+        if matrix.ndim == 1 or matrix.shape[0] == 1:
+            raise ValueError(
+                f"cannot compute {precision} quantization ranges from a single embedding: pass ranges= "
+                "or calibration_embeddings= from a representative set of embeddings"
+            )
+        if matrix.shape[0] < 100:
+            logger.warning(
+                "%s quantization ranges from only %d embeddings; ranges= or calibration_embeddings= "
+                "from more embeddings are more stable",
+                precision,
+                matrix.shape[0],
+            )
+        calibration_embeddings = matrix
+    return np.vstack((np.min(calibration_embeddings, axis=0), np.max(calibration_embeddings, axis=0)))
 
 
 def dequantize_embeddings(

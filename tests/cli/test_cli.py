@@ -195,3 +195,18 @@ def test_info_shows_prompts_and_what_each_backend_runs(prompted_dir: Path, capsy
     assert "prompts:        document: 'passage: ', query: 'query: ' (default)" in out
     assert "Pooling(mean, prompt left out)" in out
     assert "openvino/float32  torch/float32" in out or "openvino/float32  refused" in out
+
+
+def test_show_progress_bar_is_sentence_transformers_spelling_of_the_progress_flags(
+    tiny_model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a man plays guitar\nthe dog runs\n", encoding="utf-8")
+    model = ["--model", str(tiny_model_dir), "--device", "cpu", "--precision", "float32"]
+    assert main(["encode", str(texts), "-o", str(tmp_path / "v.npy"), *model, "--show-progress-bar"]) == 0
+    assert "Encoding" in capsys.readouterr().err  # the bar, shown for two sentences
+    assert main(["encode", str(texts), "-o", str(tmp_path / "w.npy"), *model, "--no-progress"]) == 0
+    assert "Encoding" not in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["encode", str(texts), *model, "--show-progress-bar", "--no-progress"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -25,7 +25,7 @@ def test_glove_splits_unknown_compounds_and_keeps_clitics() -> None:
 
 def test_token_baselines_are_the_network_output_pooled(tiny_encoder: SentenceEncoder) -> None:
     sentences = ["a man plays guitar", "the dog runs in the park"]
-    features = tiny_encoder.transformer.collate(tiny_encoder.tokenize(sentences).ids)
+    features = tiny_encoder.transformer.collate(tiny_encoder.token_ids(sentences).ids)
     with torch.inference_mode():
         tokens = tiny_encoder.transformer(features)  # (batch, seq, hidden)
     mask = features["attention_mask"].unsqueeze(-1).float()

@@ -50,7 +50,7 @@ def test_float32_pipeline_gives_the_cpu_vectors_with_and_without_graphs(tiny_mod
     cpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32", backend="torch")
     gpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cuda", precision="float32")
     expected = cpu.encode(SENTENCES * 10)
-    ids = gpu.tokenize(SENTENCES * 10).ids
+    ids = gpu.token_ids(SENTENCES * 10).ids
     for graphs in (True, False):
         got = _pipeline(gpu, torch.float32, graphs=graphs).run(ids, RunOptions(), lambda done: None)
         np.testing.assert_allclose(got.numpy(), expected, atol=1e-4)
@@ -64,7 +64,7 @@ def test_float32_pipeline_gives_the_cpu_vectors_with_and_without_graphs(tiny_mod
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_variable_length_attention_matches_padded_blocks(tiny_model_dir: Path, dtype: torch.dtype) -> None:
     gpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cuda", precision="float32")
-    batch = unpadded_batch(gpu.tokenize(SENTENCES).ids).to(torch.device("cuda"))
+    batch = unpadded_batch(gpu.token_ids(SENTENCES).ids).to(torch.device("cuda"))
     varlen = UnpaddedBert(gpu.transformer.model, dtype)
     blocks = UnpaddedBert(gpu.transformer.model, dtype)
     blocks.varlen = None
@@ -77,7 +77,7 @@ def test_variable_length_attention_matches_padded_blocks(tiny_model_dir: Path, d
 def test_no_host_sync_per_batch(tiny_model_dir: Path) -> None:
     gpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cuda", precision="float32")
     pipeline = _pipeline(gpu, torch.float16, max_batch_tokens=64, graphs=False)
-    ids = gpu.tokenize(SENTENCES * 50).ids
+    ids = gpu.token_ids(SENTENCES * 50).ids
     pipeline.run(ids[:8], RunOptions(), lambda done: None)  # kernels chosen, memory allocated
     torch.cuda.set_sync_debug_mode("warn")
     try:

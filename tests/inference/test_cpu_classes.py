@@ -127,7 +127,7 @@ def test_model_precision_is_what_encode_runs_when_the_probe_changes_between_call
     model = SentenceEncoder.from_pretrained(
         tiny_model_dir, device="cpu", precision="int8", calibration_sentences=sentences
     )
-    exact = model.encode(sentences, precision="float32")
+    exact = model.encode(sentences, compute_precision="float32")
     for cpu in (AVX2_ONLY, VNNI_NO_BF16, AVX2_ONLY):
         model.cpu_capabilities = cpu
         reported = model.precision

@@ -50,7 +50,7 @@ def _pipeline(model: SentenceEncoder, options: PipelineOptions | None = None) ->
 
 def _run(model: SentenceEncoder, sentences: list[str], pipeline: CudaPipeline, **run: int) -> np.ndarray:
     texts, prompt_length = model.with_prompt(sentences)
-    ids = model.tokenize(texts).ids
+    ids = model.token_ids(texts).ids
     return pipeline.run(ids, RunOptions(prompt_length=prompt_length, **run), lambda done: None).numpy()
 
 
@@ -110,7 +110,7 @@ def test_batches_are_assembled_on_a_host_thread_and_progress_counts_sentences(
 
     pipeline._assemble = spy  # type: ignore[method-assign]
     done: list[int] = []
-    ids = tiny_encoder.tokenize(_sentences(40)).ids
+    ids = tiny_encoder.token_ids(_sentences(40)).ids
     pipeline.run(ids, RunOptions(), done.append)
     assert sum(done) == 40 and len(done) == len(pipeline.batches([len(row) for row in ids], RunOptions()))
     assert len(done) > 1 and all(name.startswith("sbert-host") for name in assembled_on)
@@ -118,7 +118,7 @@ def test_batches_are_assembled_on_a_host_thread_and_progress_counts_sentences(
 
 def test_bucket_padding_never_changes_a_vector(tiny_encoder: SentenceEncoder) -> None:
     pipeline = _pipeline(tiny_encoder, PipelineOptions(graphs=True))
-    ids = tiny_encoder.tokenize(["a man plays the guitar", "rain", "the big red car"]).ids
+    ids = tiny_encoder.token_ids(["a man plays the guitar", "rain", "the big red car"]).ids
     shape = bucket_shape(len(ids), max(map(len, ids)))
     assert shape == (4, 16)
     bucketed = GraphedForward(pipeline._padded_bert, torch.device("cpu"))
@@ -150,7 +150,7 @@ def test_texts_tokenized_a_chunk_ahead_give_sentence_transformers_vectors(tiny_m
 
     def tokenize(chunk: object) -> list[list[int]]:
         tokenized_on.add(threading.current_thread().name)
-        return model.tokenize(chunk).ids  # type: ignore[arg-type]
+        return model.token_ids(chunk).ids  # type: ignore[arg-type]
 
     pipeline = _pipeline(model, PipelineOptions(max_batch_tokens=70))
     got = pipeline.run_texts(sentences, tokenize, RunOptions(), lambda done: None, chunk=7)
@@ -163,13 +163,13 @@ def test_encode_on_the_gpu_path_warns_of_truncation_once_and_keeps_the_training_
 ) -> None:
     # The GPU branch of encode(), run on the CPU (it is device-agnostic): the plan's runner is the pipeline.
     sentences = ["word " * 100, "rain", "word " * 80]
-    expected = tiny_encoder.encode(sentences, precision="float32")
+    expected = tiny_encoder.encode(sentences, compute_precision="float32")
     pipeline = tiny_encoder.runners._cuda_pipeline("float32", tiny_encoder.transformer)
     monkeypatch.setattr(tiny_encoder.runners, "select", lambda *args, **kwargs: pipeline)
     tiny_encoder.train()
     caplog.clear()
     with caplog.at_level("WARNING", logger="sbert"):
-        got = tiny_encoder.encode(sentences, precision="float32", show_progress_bar=False)
+        got = tiny_encoder.encode(sentences, compute_precision="float32", show_progress_bar=False)
     assert tiny_encoder.training
     assert [r.getMessage() for r in caplog.records] == [
         "2 of 3 inputs were longer than max_seq_length=64 tokens and were truncated"

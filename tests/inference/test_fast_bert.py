@@ -14,7 +14,7 @@ SENTENCES = [
 
 
 def _reference(encoder: SentenceEncoder) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    features = encoder.transformer.collate(encoder.tokenize(SENTENCES).ids)
+    features = encoder.transformer.collate(encoder.token_ids(SENTENCES).ids)
     with torch.no_grad():
         return features, encoder.transformer(features)
 

@@ -49,7 +49,7 @@ def _engine(model: SentenceEncoder) -> OpenVinoEngine:
 
 
 def _vectors(engine: OpenVinoEngine, model: SentenceEncoder) -> np.ndarray:
-    tokenized = model.tokenize(SENTENCES)
+    tokenized = model.token_ids(SENTENCES)
     return engine.embed(tokenized.ids, [np.arange(len(SENTENCES))]).numpy()
 
 

@@ -46,11 +46,11 @@ def _encoder(path: Path, pooling: str = "mean", **kwargs: object) -> SentenceEnc
 def test_float32_equals_pytorch_with_layers_after_pooling(tiny_model_dir: Path, pooling: str) -> None:
     model = _encoder(tiny_model_dir, pooling)
     model.layers.extend([Dense(32, 8), Normalize()])
-    features = model.transformer.collate(model.tokenize(SENTENCES).ids)
+    features = model.transformer.collate(model.token_ids(SENTENCES).ids)
     with torch.no_grad():
         expected = model(features).numpy()
     model.requested_backend = "openvino"
-    np.testing.assert_allclose(model.encode(SENTENCES, precision="float32"), expected, atol=1e-5)
+    np.testing.assert_allclose(model.encode(SENTENCES, compute_precision="float32"), expected, atol=1e-5)
 
 
 @needs_native_int8
@@ -60,7 +60,7 @@ def test_int8_vector_does_not_depend_on_its_batch(tiny_model_dir: Path) -> None:
     alone = np.stack([model.encode(s) for s in SENTENCES])
     for batch_size in (2, 3, 32):
         np.testing.assert_allclose(model.encode(SENTENCES, batch_size=batch_size), alone, atol=1e-4, rtol=0)
-    exact = model.encode(SENTENCES, precision="float32")
+    exact = model.encode(SENTENCES, compute_precision="float32")
     cosines = (alone * exact).sum(1) / np.linalg.norm(alone, axis=1) / np.linalg.norm(exact, axis=1)
     assert cosines.min() > 0.9 and np.abs(alone - exact).max() > 1e-4  # close, and really quantized
 
@@ -109,7 +109,7 @@ def test_mixed_is_close_to_float32_and_to_itself_in_any_batch(tiny_model_dir: Pa
     alone = np.stack([model.encode(s) for s in SENTENCES])
     for batch_size in (2, 32):  # bf16 parts: oneDNN blocks by batch shape, so not bit-exact
         np.testing.assert_allclose(model.encode(SENTENCES, batch_size=batch_size), alone, atol=1e-3, rtol=0)
-    exact = model.encode(SENTENCES, precision="float32")
+    exact = model.encode(SENTENCES, compute_precision="float32")
     cosines = (alone * exact).sum(1) / np.linalg.norm(alone, axis=1) / np.linalg.norm(exact, axis=1)
     assert cosines.min() > 0.99 and np.abs(alone - exact).max() > 1e-4  # close, and really quantized
 
@@ -137,7 +137,7 @@ def test_bundled_calibration_set_is_varied_and_unique() -> None:
 
 def test_embed_keeps_input_order_and_reports_each_batch(tiny_encoder: SentenceEncoder) -> None:
     engine = OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "float32")
-    tokenized = tiny_encoder.tokenize(SENTENCES)
+    tokenized = tiny_encoder.token_ids(SENTENCES)
     batches = length_sorted_batches(tokenized.lengths, 2)
     calls: list[int] = []
     pooled = engine.embed(tokenized.ids, batches, on_batch=lambda: calls.append(1))

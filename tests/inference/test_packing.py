@@ -57,7 +57,7 @@ def test_packed_rows_pool_to_each_sentence_alone(tiny_encoder: SentenceEncoder, 
     bert = tiny_encoder.transformer.model.eval()
     assert packable(bert, "float32") and not packable(bert, "int8")
     pooling = Pooling(bert.config.hidden_size, mode)
-    ids = tiny_encoder.tokenize(SENTENCES).ids
+    ids = tiny_encoder.token_ids(SENTENCES).ids
     rows = [[0, 2, 5], [3, 1], [4, 6]]  # rows of unequal length: the short ones end in padding
     feeds = {name: torch.from_numpy(value) for name, value in pass_feeds(ids, rows).items()}
     with torch.no_grad():
@@ -109,4 +109,4 @@ def test_where_it_cannot_pack_padded_batches_run(tiny_model_dir: Path, backend: 
     if engine is not None:  # int8 ranges were calibrated on padded batches
         assert not engine.can_pack
         with pytest.raises(ValueError, match="not packed"):
-            engine.embed_packed(model.tokenize(SENTENCES).ids, [[[0]]])
+            engine.embed_packed(model.token_ids(SENTENCES).ids, [[[0]]])

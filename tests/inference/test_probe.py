@@ -45,7 +45,7 @@ def test_a_zero_row_agrees_with_a_zero_row_but_not_with_a_vector() -> None:
 
 
 def test_the_probe_batch_pads_short_rows_beside_a_long_one(tiny_encoder: SentenceEncoder) -> None:
-    lengths = tiny_encoder.tokenize(probe.probe_texts()).lengths
+    lengths = tiny_encoder.token_ids(probe.probe_texts()).lengths
     assert lengths[0] == 2  # the empty string: its special tokens only
     assert max(lengths) == tiny_encoder.max_seq_length  # the long one is cut to the limit
 

@@ -25,7 +25,7 @@ def _padded_reference(encoder: SentenceEncoder, ids: list[list[int]]) -> tuple[t
 
 
 def test_token_vectors_equal_the_padded_forward_pass(tiny_encoder: SentenceEncoder) -> None:
-    ids = tiny_encoder.tokenize(SENTENCES).ids
+    ids = tiny_encoder.token_ids(SENTENCES).ids
     expected, mask = _padded_reference(tiny_encoder, ids)
     with torch.inference_mode():
         tokens = UnpaddedBert(tiny_encoder.transformer.model, torch.float32)(unpadded_batch(ids))
@@ -36,7 +36,7 @@ def test_token_vectors_equal_the_padded_forward_pass(tiny_encoder: SentenceEncod
 @pytest.mark.parametrize("mode", ["mean", "cls", "max", "weightedmean", "lasttoken"])
 def test_pooled_vectors_equal_the_padded_path(tiny_encoder: SentenceEncoder, mode: str) -> None:
     pooling = Pooling(tiny_encoder.transformer.dim, mode)
-    ids = tiny_encoder.tokenize(SENTENCES).ids
+    ids = tiny_encoder.token_ids(SENTENCES).ids
     expected_tokens, mask = _padded_reference(tiny_encoder, ids)
     batch = unpadded_batch(ids)
     with torch.inference_mode():
@@ -47,7 +47,7 @@ def test_pooled_vectors_equal_the_padded_path(tiny_encoder: SentenceEncoder, mod
 
 
 def test_bfloat16_stays_close_to_float32(tiny_encoder: SentenceEncoder) -> None:
-    batch = unpadded_batch(tiny_encoder.tokenize(SENTENCES).ids)
+    batch = unpadded_batch(tiny_encoder.token_ids(SENTENCES).ids)
     model = tiny_encoder.transformer.model
     with torch.inference_mode():
         exact = UnpaddedBert(model, torch.float32)(batch)

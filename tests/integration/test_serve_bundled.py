@@ -26,7 +26,7 @@ def test_openai_client_on_the_bundled_model(bundled_encoder) -> None:
         np.testing.assert_allclose(got, expected, atol=1e-6)
         assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)  # the model's Normalize layer
         assert response.usage.prompt_tokens == sum(
-            len(ids) for ids in bundled_encoder.tokenize(sentences).ids
+            len(ids) for ids in bundled_encoder.token_ids(sentences).ids
         )
     finally:
         server.terminate()

@@ -29,7 +29,7 @@ def test_openai_client_vectors_equal_encode(server, tiny_encoder: SentenceEncode
     got = np.array([item.embedding for item in response.data], dtype=np.float32)
     np.testing.assert_allclose(got, tiny_encoder.encode(SENTENCES), atol=1e-6)
     assert [item.index for item in response.data] == list(range(len(SENTENCES)))
-    expected_tokens = sum(len(ids) for ids in tiny_encoder.tokenize(SENTENCES).ids)
+    expected_tokens = sum(len(ids) for ids in tiny_encoder.token_ids(SENTENCES).ids)
     assert response.usage.prompt_tokens == expected_tokens
 
 

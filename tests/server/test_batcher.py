@@ -26,12 +26,12 @@ def test_queued_jobs_merge_into_one_batch_and_get_their_own_rows(tiny_encoder: S
         for texts, future in zip(JOBS, futures):
             result = future.result(timeout=30)
             np.testing.assert_allclose(result.vectors, tiny_encoder.encode(texts), atol=1e-6)
-            assert result.token_counts == [len(ids) for ids in tiny_encoder.tokenize(texts).ids]
+            assert result.token_counts == [len(ids) for ids in tiny_encoder.token_ids(texts).ids]
     finally:
         batcher.close()
     assert [(s.requests, s.sentences) for s in stats] == [(3, 5)]
     assert stats[0].tokens == sum(
-        len(ids) for ids in tiny_encoder.tokenize([t for job in JOBS for t in job]).ids
+        len(ids) for ids in tiny_encoder.token_ids([t for job in JOBS for t in job]).ids
     )
 
 
@@ -143,7 +143,7 @@ def test_a_job_whose_texts_cannot_be_counted_fails_alone(
         with pytest.raises(RuntimeError, match="tokenizer failed"):
             futures[1].result(timeout=30)
         assert futures[2].result(timeout=30).token_counts == [
-            len(tiny_encoder.tokenize(["also fine"]).ids[0])
+            len(tiny_encoder.token_ids(["also fine"]).ids[0])
         ]
     finally:
         batcher.close()

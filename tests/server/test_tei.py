@@ -100,7 +100,7 @@ def test_similarity_with_tei_body(server: ServerProcess, tiny_encoder: SentenceE
 
 def test_embed_all_gives_every_token_vector(server: ServerProcess, tiny_encoder: SentenceEncoder) -> None:
     answer = post(server, "/embed_all", {"inputs": TEXTS}).json()
-    lengths = [len(ids) for ids in tiny_encoder.tokenize(TEXTS).ids]
+    lengths = [len(ids) for ids in tiny_encoder.token_ids(TEXTS).ids]
     assert [len(tokens) for tokens in answer] == lengths  # [CLS] and [SEP] included
     assert {len(vector) for tokens in answer for vector in tokens} == {tiny_encoder.dim}
     assert tiny_encoder.pooling.mode == "mean"
@@ -117,7 +117,7 @@ def test_tokenize_and_decode(server: ServerProcess, tiny_encoder: SentenceEncode
     tokens = post(server, "/tokenize", {"inputs": text}).json()[0]
     assert tokens[0] == {"id": 2, "text": "[CLS]", "special": True, "start": None, "stop": None}
     assert tokens[-1]["special"] and tokens[-1]["text"] == "[SEP]"
-    assert [t["id"] for t in tokens] == tiny_encoder.tokenize([text]).ids[0]
+    assert [t["id"] for t in tokens] == tiny_encoder.token_ids([text]).ids[0]
     assert all(text[t["start"] : t["stop"]] == t["text"] for t in tokens[1:-1])
     assert tokens[1] == {"id": tokens[1]["id"], "text": "A", "special": False, "start": 0, "stop": 1}
     bare = post(server, "/tokenize", {"inputs": [text, "rain"], "add_special_tokens": False}).json()

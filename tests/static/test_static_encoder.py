@@ -43,7 +43,7 @@ def test_we_load_a_sentence_transformers_static_model(tiny_model_dir: Path, tmp_
 
 
 def test_the_vector_is_the_mean_of_the_token_rows(static_model: StaticEncoder) -> None:
-    ids = static_model.tokenize(["the cat is good"]).ids[0]
+    ids = static_model.token_ids(["the cat is good"]).ids[0]
     expected = static_model.input_module.embedding.weight[ids].mean(0).detach().numpy()
     np.testing.assert_allclose(static_model.encode("the cat is good"), expected, rtol=1e-6)
     assert not static_model.encode([""]).any()  # an empty string: the zero vector, no error
@@ -62,7 +62,7 @@ def test_bad_items_are_named(static_model: StaticEncoder) -> None:
     with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
         static_model.encode(["fine", 3])
     with pytest.raises(ValueError, match="float32"):
-        static_model.encode(["fine"], precision="int8")
+        static_model.encode(["fine"], compute_precision="int8")
     assert static_model.encode(["bad \ud800 surrogate"]).shape == (1, 8)
 
 

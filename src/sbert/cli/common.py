@@ -107,6 +107,23 @@ def add_prompt_arguments(
     )
 
 
+def add_progress_arguments(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--show-progress-bar`` (sentence-transformers' ``show_progress_bar``) and ``--no-progress``:
+    ``args.show_progress_bar`` is True, False, or None when neither is given."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--show-progress-bar",
+        dest="show_progress_bar",
+        action="store_const",
+        const=True,
+        default=None,
+        help=f"show a progress bar (default: {default})",
+    )
+    group.add_argument(
+        "--no-progress", dest="show_progress_bar", action="store_const", const=False, help="no progress bar"
+    )
+
+
 def add_data_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data-dir",

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_progress_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
@@ -85,8 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="ray: encoder actors (default: one per GPU for a CUDA model, else per CPU)",
     )
-    store.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_model_arguments(parser)
+    add_progress_arguments(parser, "on for 1000 sentences or more; a store: on")
     add_prompt_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -153,6 +153,7 @@ def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
         normalize=args.normalize,
         prompt_name=args.prompt_name,
         prompt=args.prompt,
+        show_progress_bar=args.show_progress_bar,
     )
     assert isinstance(vectors, np.ndarray)
     if args.dimensions is not None:
@@ -203,7 +204,7 @@ def _encode_store(args: argparse.Namespace) -> int:
         store_texts=not args.no_texts,
         skip_bad_lines=args.skip_bad_lines,
         overwrite=args.overwrite,
-        show_progress=not args.no_progress,
+        show_progress=args.show_progress_bar is not False,
         engine=args.engine,
         address=args.address,
         workers=args.workers,

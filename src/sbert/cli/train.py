@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_data_argument
+from sbert.cli.common import add_data_argument, add_progress_arguments
 from sbert.hub import DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--checkpoint-steps", type=int, default=500, help="checkpoint every N steps")
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_progress_arguments(parser, "on")
     add_data_argument(parser)
     ddp = parser.add_argument_group("several processes (under torchrun)")
     ddp.add_argument(
@@ -220,7 +220,7 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
         eval_steps=args.eval_steps,
         checkpoint_steps=args.checkpoint_steps,
         resume=args.resume,
-        show_progress_bar=not args.no_progress,
+        show_progress_bar=args.show_progress_bar is not False,
         pooling=args.pooling,
         device=args.device,
         max_pairs=args.max_pairs,

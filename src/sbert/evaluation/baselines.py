@@ -177,7 +177,7 @@ class SharedNetworkPass:
 
     def _encode(self, texts: list[str], batch_size: int) -> None:
         model = self.model
-        tokenized = model.tokenize(texts)
+        tokenized = model.token_ids(texts)
         batches = length_sorted_batches(tokenized.lengths, batch_size)
         model.eval()
         with torch.inference_mode():

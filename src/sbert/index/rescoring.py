@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_embeddings
+from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_codes
 
 RESCORE_PRECISIONS = ("float32", "float16", "int8")
 
@@ -112,7 +112,7 @@ class RescoreVectors:
 
 def encode_rows(vectors: np.ndarray, precision: str, ranges: QuantizationRanges | None) -> np.ndarray:
     """Rows as the rescoring file stores them."""
-    return quantize_embeddings(np.asarray(vectors, dtype=np.float32), precision, ranges)
+    return quantize_codes(np.asarray(vectors, dtype=np.float32), precision, ranges)
 
 
 class RescoreWriter:

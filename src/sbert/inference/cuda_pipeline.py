@@ -78,7 +78,7 @@ class CudaPipeline:
         >>> from sbert import SentenceEncoder
         >>> model = SentenceEncoder.from_pretrained(device="cpu", precision="float32", backend="torch")
         >>> pipeline = CudaPipeline(model.transformer, model.pooling, model.after_pooling, torch.float32)
-        >>> ids = model.tokenize(["A man plays a guitar.", "Rain."]).ids
+        >>> ids = model.token_ids(["A man plays a guitar.", "Rain."]).ids
         >>> pipeline.run(ids, RunOptions(), lambda done: None).shape
         torch.Size([2, 384])
     """

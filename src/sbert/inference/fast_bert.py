@@ -55,7 +55,7 @@ class FastBert:
         >>> from sbert import SentenceEncoder
         >>> encoder = SentenceEncoder.from_pretrained()
         >>> fast = FastBert(encoder.transformer.model, torch.bfloat16)
-        >>> features = encoder.transformer.collate(encoder.tokenize(["A man plays a guitar."]).ids)
+        >>> features = encoder.transformer.collate(encoder.token_ids(["A man plays a guitar."]).ids)
         >>> fast(features["input_ids"], features["attention_mask"]).shape
         torch.Size([1, 8, 384])
     """

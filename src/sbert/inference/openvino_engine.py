@@ -129,7 +129,7 @@ class OpenVinoEngine:
         >>> from sbert import SentenceEncoder
         >>> encoder = SentenceEncoder.from_pretrained()
         >>> engine = OpenVinoEngine(encoder.transformer, encoder.pooling, "bfloat16")
-        >>> tokenized = encoder.tokenize(["A man plays a guitar.", "A dog runs."])
+        >>> tokenized = encoder.token_ids(["A man plays a guitar.", "A dog runs."])
         >>> engine.embed(tokenized.ids, length_sorted_batches(tokenized.lengths, 32)).shape
         torch.Size([2, 384])
     """

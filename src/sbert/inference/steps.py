@@ -1,11 +1,10 @@
-"""The steps of ``SentenceEncoder.encode()`` around its runner: options checked first, then the
-vectors finished (checked finite, normalized, one row for one string)."""
+"""The steps of ``SentenceEncoder.encode()`` around its runner: the options checked before any engine
+is built, and the vectors checked finite before the output step (:mod:`sbert.encode_output`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -22,17 +21,6 @@ def run_options(
         if value is not None:
             check_count(name, value)
     return RunOptions(batch_size, max_tokens, batch_cost_tokens, pack)
-
-
-def finish(
-    embeddings: Tensor, plan: EnginePlan, single: bool, normalize: bool, convert_to_tensor: bool
-) -> np.ndarray | Tensor:
-    """The vectors as asked: checked finite, unit length if ``normalize``, one row for one string."""
-    check_finite(embeddings, plan)
-    if normalize:
-        embeddings = torch.nn.functional.normalize(embeddings, p=2, dim=1)
-    result = embeddings[0] if single else embeddings
-    return result if convert_to_tensor else result.numpy()
 
 
 def prompt_length(features: Mapping[str, Tensor]) -> int:

@@ -107,7 +107,7 @@ class UnpaddedBert:
         >>> from sbert import SentenceEncoder
         >>> encoder = SentenceEncoder.from_pretrained(device="cpu")
         >>> bert = UnpaddedBert(encoder.transformer.model, torch.float32)
-        >>> batch = unpadded_batch(encoder.tokenize(["A man plays a guitar.", "Rain."]).ids)
+        >>> batch = unpadded_batch(encoder.token_ids(["A man plays a guitar.", "Rain."]).ids)
         >>> bert(batch).shape  # (total, hidden): 8 + 4 real tokens
         torch.Size([12, 384])
     """

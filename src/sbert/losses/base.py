@@ -68,13 +68,13 @@ class SentenceLoss(nn.Module):
     def lengths(self, examples: Sequence[Any]) -> list[int]:
         """Token length of each example: its longest sentence, which sets the padding of its batch."""
         texts = list(dict.fromkeys(text for e in examples for text in example_texts(e)))
-        self._token_ids = dict(zip(texts, self.model.tokenize(texts).ids))
+        self._token_ids = dict(zip(texts, self.model.token_ids(texts).ids))
         return [max(len(self._token_ids[text]) for text in example_texts(e)) for e in examples]
 
     def token_ids(self, texts: Sequence[str]) -> list[Sequence[int]]:
         """Token ids of each text, from the cache that :meth:`lengths` filled where possible."""
         missing = [text for text in texts if text not in self._token_ids]
-        fresh = dict(zip(missing, self.model.tokenize(missing).ids)) if missing else {}
+        fresh = dict(zip(missing, self.model.token_ids(missing).ids)) if missing else {}
         return [self._token_ids[text] if text in self._token_ids else fresh[text] for text in texts]
 
     def embed_columns(self, examples: Sequence[Any]) -> list[Tensor]:

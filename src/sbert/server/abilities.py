@@ -92,7 +92,7 @@ def token_vectors(model: ServedModel, texts: list[str], truncate: bool) -> list[
     rows: list[np.ndarray] = []
     with torch.inference_mode():
         for start in range(0, len(texts), 32):  # bounded memory for long lists
-            ids = model.tokenize(texts[start : start + 32]).ids  # type: ignore[attr-defined]
+            ids = model.token_ids(texts[start : start + 32]).ids  # type: ignore[attr-defined]
             if is_static(model):
                 table = model.input_module.embedding.weight  # type: ignore[attr-defined]  # (vocabulary, dim)
                 rows += [table[torch.tensor(row, dtype=torch.long)].float().numpy() for row in ids]

@@ -25,7 +25,7 @@ from sbert.data.errors import BadLines
 from sbert.data.texts import STDIN, fingerprint_input, iter_texts, resolve_format
 from sbert.identity import ModelIdentity, check_same_model, model_identity
 from sbert.outputs import claiming
-from sbert.quantization import QuantizationRanges, quantize_embeddings
+from sbert.quantization import QuantizationRanges, quantize_codes
 from sbert.store.manifest import MANIFEST, STORE, STORE_DTYPES, StoreError
 from sbert.store.reader import EmbeddingStore
 from sbert.store.writer import ShardWriter, StoreWriter, input_digest
@@ -220,7 +220,7 @@ def write_shards(
             parsed = QuantizationRanges.from_dict(ranges) if ranges is not None else None
             if shard is None:
                 shard = stack.enter_context(writer.shard())
-            shard.write(ids, texts, quantize_embeddings(vectors, manifest["dtype"], parsed))
+            shard.write(ids, texts, quantize_codes(vectors, manifest["dtype"], parsed))
             progress.update(len(ids))
             if shard.stop - shard.start == shard_size:
                 shard.skipped_lines = skipped() - skipped_before
