@@ -311,7 +311,7 @@ def test_a_name_given_to_the_constructor_loads_like_from_pretrained(tiny_model_d
     assert type(model) is SentenceEncoder and model.source == str(tiny_model_dir.resolve())
     expected = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu").encode(SENTENCES)
     np.testing.assert_array_equal(model.encode(SENTENCES), expected)
-    with pytest.raises(TypeError, match="a Transformer or a model name or path, not int"):
+    with pytest.raises(TypeError, match="a StaticEmbedding or a model name or path, not int"):
         SentenceEncoder(3)  # type: ignore[arg-type]
 
 

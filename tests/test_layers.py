@@ -41,16 +41,16 @@ def test_only_the_command_line_imports_the_server() -> None:
 FLOORS: tuple[tuple[str, ...], ...] = (
     # ground floor: contracts and helpers ("sbert" itself: its names load lazily)
     ("sbert", "sbert.contracts", "sbert.options", "sbert.errors", "sbert.files", "sbert.outputs", "sbert.distributed",
-     "sbert.inputs", "sbert.prompts", "sbert.batching", "sbert.similarity", "sbert.quantization",
+     "sbert.inputs", "sbert.prompts", "sbert.batching", "sbert.similarity", "sbert.scores", "sbert.quantization",
      "sbert.truncation", "sbert.hub", "sbert.resources"),
     ("sbert.data",),
     ("sbert.modules", "sbert.model_checks", "sbert.model_io", "sbert.loading", "sbert.inference", "sbert.encoder", "sbert.identity", "sbert.static",
-     "sbert.cross_encoder"),
+     "sbert.cross_encoder", "sbert.encode_output", "sbert.st_surface"),
     ("sbert.losses",),
     ("sbert.applications.search", "sbert.store", "sbert.index"),
     ("sbert.evaluation",),
     ("sbert.training",),
-    ("sbert.applications",),
+    ("sbert.applications", "sbert.util"),
     ("sbert.server",),
     ("sbert.cli", "sbert.__main__"),
 )  # fmt: skip

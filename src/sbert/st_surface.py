@@ -60,13 +60,13 @@ class SentenceTransformerMethods:
 
     def similarity(self, embeddings1: ArrayLike, embeddings2: ArrayLike) -> Tensor:
         """Scores of every vector of ``embeddings1`` with every one of ``embeddings2``: a (n1, n2) tensor."""
-        from sbert.util import MATRIX
+        from sbert.scores import MATRIX
 
         return MATRIX[self.similarity_fn_name](embeddings1, embeddings2)
 
     def similarity_pairwise(self, embeddings1: ArrayLike, embeddings2: ArrayLike) -> Tensor:
         """Score of ``embeddings1[i]`` with ``embeddings2[i]`` for each ``i``: a (n,) tensor."""
-        from sbert.util import PAIRWISE
+        from sbert.scores import PAIRWISE
 
         return PAIRWISE[self.similarity_fn_name](embeddings1, embeddings2)
 

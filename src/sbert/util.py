@@ -20,23 +20,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from sbert.quantization import quantize_embeddings
-from sbert.similarity import (
-    cosine_matrix,
-    cosine_pairwise,
-    dot_matrix,
-    dot_pairwise,
-    euclidean_matrix,
-    euclidean_pairwise,
-    manhattan_matrix,
-    manhattan_pairwise,
+from sbert.scores import (
+    cos_sim,
+    dot_score,
+    euclidean_sim,
+    manhattan_sim,
+    pairwise_cos_sim,
+    pairwise_dot_score,
+    pairwise_euclidean_sim,
+    pairwise_manhattan_sim,
+    score_input,
 )
-
-ScoreFunction = Callable[[Any, Any], Tensor]
 
 __all__ = [
     "community_detection",
@@ -57,56 +55,9 @@ __all__ = [
 ]
 
 
-def _tensor(x: Any) -> Tensor:
-    """A float tensor, one vector made a row: what sentence-transformers' scores take."""
-    if isinstance(x, list) and x and isinstance(x[0], Tensor):
-        x = torch.stack(x)
-    tensor = x if isinstance(x, Tensor) else torch.as_tensor(np.asarray(x))
-    if not tensor.is_floating_point():
-        tensor = tensor.float()
-    return tensor.unsqueeze(0) if tensor.dim() == 1 else tensor
-
-
-def _scores(function: Callable[[Tensor, Tensor], Tensor]) -> ScoreFunction:
-    """sbert's similarity as sentence-transformers': always a tensor out."""
-
-    def score(a: Any, b: Any) -> Tensor:
-        return function(_tensor(a), _tensor(b))
-
-    score.__doc__ = function.__doc__
-    return score
-
-
-cos_sim = _scores(cosine_matrix)
-dot_score = _scores(dot_matrix)
-euclidean_sim = _scores(euclidean_matrix)
-manhattan_sim = _scores(manhattan_matrix)
-pairwise_cos_sim = _scores(cosine_pairwise)
-pairwise_dot_score = _scores(dot_pairwise)
-pairwise_euclidean_sim = _scores(euclidean_pairwise)
-pairwise_manhattan_sim = _scores(manhattan_pairwise)
-for _name, _function in list(globals().items()):
-    if _name.endswith(("_sim", "_score")) and callable(_function):
-        _function.__name__ = _function.__qualname__ = _name
-
-# similarity_fn_name → function, for SentenceEncoder.similarity / similarity_pairwise.
-MATRIX: dict[str, ScoreFunction] = {
-    "cosine": cos_sim,
-    "dot": dot_score,
-    "euclidean": euclidean_sim,
-    "manhattan": manhattan_sim,
-}
-PAIRWISE: dict[str, ScoreFunction] = {
-    "cosine": pairwise_cos_sim,
-    "dot": pairwise_dot_score,
-    "euclidean": pairwise_euclidean_sim,
-    "manhattan": pairwise_manhattan_sim,
-}
-
-
 def normalize_embeddings(embeddings: Tensor) -> Tensor:
     """Every row scaled to unit length."""
-    return torch.nn.functional.normalize(_tensor(embeddings), p=2, dim=1)
+    return torch.nn.functional.normalize(score_input(embeddings), p=2, dim=1)
 
 
 def truncate_embeddings(embeddings: Any, truncate_dim: int | None) -> Any:
@@ -137,7 +88,7 @@ def semantic_search(
     """
     from sbert.applications.search import semantic_search as exact_search
 
-    queries, corpus = _tensor(query_embeddings), _tensor(corpus_embeddings)
+    queries, corpus = score_input(query_embeddings), score_input(corpus_embeddings)
     metric = _metric(score_function)
     if metric is not None:
         rows = exact_search(queries, corpus, top_k, metric, query_chunk_size, corpus_chunk_size)
@@ -203,7 +154,7 @@ def paraphrase_mining_embeddings(
             f"score_function {getattr(score_function, '__name__', score_function)!r}: sbert mines "
             "with cos_sim or dot_score"
         )
-    pairs = mine(_tensor(embeddings), None, top_k, max_pairs, metric, query_chunk_size, corpus_chunk_size)
+    pairs = mine(score_input(embeddings), None, top_k, max_pairs, metric, query_chunk_size, corpus_chunk_size)
     return [[pair.score, pair.i, pair.j] for pair in pairs]
 
 
@@ -224,4 +175,4 @@ def community_detection(
 
     if len(embeddings) == 0:
         return []
-    return communities(_tensor(embeddings), threshold, min_community_size, batch_size)
+    return communities(score_input(embeddings), threshold, min_community_size, batch_size)
