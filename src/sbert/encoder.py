@@ -21,17 +21,10 @@ from sbert.encode_output import EncodeOutput, check_devices, token_embeddings
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.cuda_pipeline import CudaPipeline
-from sbert.inference.packing import packable
-from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
-from sbert.inference.precision import (
-    ComputeBackend,
-    ComputePrecision,
-    check_backend,
-    check_precision,
-    warn_once,
-)
-from sbert.inference.runner import Runner, RunOptions
-from sbert.inference.runners import RunnerFailed, Runners, after_pooling, evaluating
+from sbert.inference.plan import EnginePlan, Failure, PlanRequest
+from sbert.inference.planning import Planning
+from sbert.inference.runner import RunOptions
+from sbert.inference.runners import Runners, after_pooling, evaluating
 from sbert.inference.steps import check_finite, prompt_length, run_options
 from sbert.inputs import as_texts, check_count, valid_utf8
 from sbert.loading import load
@@ -48,7 +41,7 @@ PROGRESS_BAR_MIN_SENTENCES = 1000
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
 
 
-class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByName):
+class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass=LoadsByName):
     """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
     ``modules.json`` lists them.
 
@@ -213,97 +206,6 @@ class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByNa
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    @property
-    def requested_precision(self) -> ComputePrecision:
-        """The precision asked for (``auto``, ``float32``, ...); :attr:`precision` is what runs."""
-        return self._requested_precision
-
-    @requested_precision.setter
-    def requested_precision(self, precision: str) -> None:
-        self._requested_precision = check_precision(precision)
-
-    @property
-    def requested_backend(self) -> ComputeBackend:
-        """The backend asked for (``auto``, ``torch``, ``openvino``); :attr:`backend` is what runs."""
-        return self._requested_backend
-
-    @requested_backend.setter
-    def requested_backend(self, backend: str) -> None:
-        self._requested_backend = check_backend(backend)
-
-    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another compute precision or backend; returns the plan that now runs.
-
-        ``precision`` is the compute precision, as in :meth:`from_pretrained` (sentence-transformers
-        has no such method; its ``encode(precision=...)`` is the output precision).
-
-        Examples:
-            >>> SentenceEncoder.from_pretrained().set_precision("float32").precision
-            'float32'
-        """
-        if precision is not None:
-            self.requested_precision = precision
-        if backend is not None:
-            self.requested_backend = backend
-        return self.plan
-
-    @property
-    def plan(self) -> EnginePlan:
-        """What ``encode()`` runs (:class:`~sbert.inference.plan.EnginePlan`): precision, backend,
-        packing and why each differs from what was asked for. Resolved once for the requested
-        precision and backend, the device and :attr:`cpu_capabilities`; made anew only when one of them changes."""
-        return self.plan_for(self.requested_precision)
-
-    @property
-    def precision(self) -> str:
-        """The compute precision ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``,
-        ``"float16"`` (CUDA), ``"mixed"`` or ``"int8"`` (sentence-transformers has no
-        ``model.precision``; the output precision is ``encode(precision=...)``).
-
-        ``auto`` resolves to ``bfloat16`` where the CPU multiplies bf16 natively, ``float16`` on a
-        CUDA GPU with tensor cores (:attr:`plan`'s ``reason`` says why), else ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
-        on the device, the backend and the installed extras, never on an input's length or on what
-        is cached, so one sentence gets one vector from every call (an index and its queries agree).
-        """
-        return self.plan.precision
-
-    @property
-    def backend(self) -> str:
-        """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
-        return self.plan.backend
-
-    @property
-    def packs(self) -> bool:
-        """Whether ``encode(pack=True)`` packs rows here: a BERT model on OpenVINO in float32 or bf16."""
-        return self.plan.packs
-
-    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
-        """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the model's
-        requested backend). Made once for the device and CPU; a runner that fails changes it (it says
-        why, once)."""
-        request = PlanRequest(
-            check_precision(precision),
-            self.requested_backend if backend is None else check_backend(backend),
-            packs_at=self._packs_at(),
-            openvino_refusal=None
-            if self.pooling.include_prompt
-            else f"{self.name}: its pooling leaves the prompt out (include_prompt false), which OpenVINO does not run",
-            fixed=self.is_static,
-            failures=tuple(self._failures),
-        )
-        key = (request.precision, request.backend, str(self.device), self.cpu_capabilities)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = make_plan(request, self.cpu_capabilities, self.device)
-            for line in plan.fallbacks:
-                warn_once(line)
-            self._plans[key] = plan
-        return plan
-
-    def _packs_at(self) -> frozenset[str]:
-        network = getattr(self.input_module, "model", None)
-        return frozenset(p for p in ("float32", "bfloat16") if network is not None and packable(network, p))
-
     def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
         try:
@@ -465,11 +367,6 @@ class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByNa
         check_finite(embeddings, plan)
         return output.finish(embeddings, single)
 
-    def _encode_plan(self, precision: str | None) -> EnginePlan:
-        if self.is_static and precision not in (None, "auto", "float32"):
-            raise ValueError(f"a static model computes in float32, not {precision!r}")
-        return self.plan_for(self.requested_precision if precision is None else precision)
-
     def _run(
         self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool
     ) -> tuple[EnginePlan, Tensor]:
@@ -500,16 +397,6 @@ class SentenceEncoder(SentenceTransformerMethods, nn.Module, metaclass=LoadsByNa
                 self.max_seq_length,
             )
         return plan, embeddings
-
-    def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
-        """The runner the plan names; where one fails, the next-best plan's (said once)."""
-        while True:
-            try:
-                return plan, self.runners.select(plan, self.name, self.calibration_sentences, pack)
-            except RunnerFailed as failed:
-                self._failures.append(failed.failure)
-                self._plans.clear()
-                plan = self.plan_for(plan.requested_precision, plan.requested_backend)
 
     def encode_query(
         self,

@@ -1,0 +1,161 @@
+"""What ``encode()`` runs on a model: the compute precision and backend asked for, the plan made from
+them once per device and CPU (:mod:`sbert.inference.plan`), and the runner that plan names, with the
+next-best plan where a runner fails. :class:`~sbert.SentenceEncoder` has these through :class:`Planning`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from sbert.inference.cpu import CpuCapabilities
+from sbert.inference.packing import packable
+from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
+from sbert.inference.precision import (
+    ComputeBackend,
+    ComputePrecision,
+    check_backend,
+    check_precision,
+    warn_once,
+)
+from sbert.inference.runner import Runner
+from sbert.inference.runners import RunnerFailed, Runners
+
+if TYPE_CHECKING:
+    from sbert.modules import Pooling, StaticEmbedding, Transformer
+
+
+class Planning:
+    """The compute side of an encoder: what was asked for, what runs, and why.
+
+    Mixed into :class:`~sbert.SentenceEncoder`, whose modules (``input_module``, ``pooling``) and
+    ``runners`` the plans are made for.
+    """
+
+    name: str
+    input_module: Transformer | StaticEmbedding
+    pooling: Pooling
+    runners: Runners
+    cpu_capabilities: CpuCapabilities
+    calibration_sentences: Sequence[str] | None
+    _plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan]
+    _failures: list[Failure]
+    _requested_precision: ComputePrecision
+    _requested_backend: ComputeBackend
+
+    if TYPE_CHECKING:  # the encoder's own properties, which the plans read
+
+        @property
+        def is_static(self) -> bool: ...
+
+        @property
+        def device(self) -> torch.device: ...
+
+    @property
+    def requested_precision(self) -> ComputePrecision:
+        """The precision asked for (``auto``, ``float32``, ...); :attr:`precision` is what runs."""
+        return self._requested_precision
+
+    @requested_precision.setter
+    def requested_precision(self, precision: str) -> None:
+        self._requested_precision = check_precision(precision)
+
+    @property
+    def requested_backend(self) -> ComputeBackend:
+        """The backend asked for (``auto``, ``torch``, ``openvino``); :attr:`backend` is what runs."""
+        return self._requested_backend
+
+    @requested_backend.setter
+    def requested_backend(self, backend: str) -> None:
+        self._requested_backend = check_backend(backend)
+
+    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
+        """Ask for another compute precision or backend; returns the plan that now runs.
+
+        ``precision`` is the compute precision, as in :meth:`from_pretrained` (sentence-transformers
+        has no such method; its ``encode(precision=...)`` is the output precision).
+
+        Examples:
+            >>> from sbert import SentenceEncoder
+            >>> SentenceEncoder.from_pretrained().set_precision("float32").precision
+            'float32'
+        """
+        if precision is not None:
+            self.requested_precision = precision
+        if backend is not None:
+            self.requested_backend = backend
+        return self.plan
+
+    @property
+    def plan(self) -> EnginePlan:
+        """What ``encode()`` runs (:class:`~sbert.inference.plan.EnginePlan`): precision, backend,
+        packing and why each differs from what was asked for. Resolved once for the requested
+        precision and backend, the device and :attr:`cpu_capabilities`; made anew only when one of them changes."""
+        return self.plan_for(self.requested_precision)
+
+    @property
+    def precision(self) -> str:
+        """The compute precision ``encode()`` runs at here: ``"float32"``, ``"bfloat16"``,
+        ``"float16"`` (CUDA), ``"mixed"`` or ``"int8"`` (sentence-transformers has no
+        ``model.precision``; the output precision is ``encode(precision=...)``).
+
+        ``auto`` resolves to ``bfloat16`` where the CPU multiplies bf16 natively, ``float16`` on a
+        CUDA GPU with tensor cores (:attr:`plan`'s ``reason`` says why), else ``float32``; never to a calibrated precision, whose first use costs seconds. It depends only
+        on the device, the backend and the installed extras, never on an input's length or on what
+        is cached, so one sentence gets one vector from every call (an index and its queries agree).
+        """
+        return self.plan.precision
+
+    @property
+    def backend(self) -> str:
+        """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
+        return self.plan.backend
+
+    @property
+    def packs(self) -> bool:
+        """Whether ``encode(pack=True)`` packs rows here: a BERT model on OpenVINO in float32 or bf16."""
+        return self.plan.packs
+
+    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
+        """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the model's
+        requested backend). Made once for the device and CPU; a runner that fails changes it (it says
+        why, once)."""
+        request = PlanRequest(
+            check_precision(precision),
+            self.requested_backend if backend is None else check_backend(backend),
+            packs_at=self._packs_at(),
+            openvino_refusal=None
+            if self.pooling.include_prompt
+            else f"{self.name}: its pooling leaves the prompt out (include_prompt false), which OpenVINO does not run",
+            fixed=self.is_static,
+            failures=tuple(self._failures),
+        )
+        key = (request.precision, request.backend, str(self.device), self.cpu_capabilities)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = make_plan(request, self.cpu_capabilities, self.device)
+            for line in plan.fallbacks:
+                warn_once(line)
+            self._plans[key] = plan
+        return plan
+
+    def _packs_at(self) -> frozenset[str]:
+        network = getattr(self.input_module, "model", None)
+        return frozenset(p for p in ("float32", "bfloat16") if network is not None and packable(network, p))
+
+    def _encode_plan(self, precision: str | None) -> EnginePlan:
+        if self.is_static and precision not in (None, "auto", "float32"):
+            raise ValueError(f"a static model computes in float32, not {precision!r}")
+        return self.plan_for(self.requested_precision if precision is None else precision)
+
+    def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
+        """The runner the plan names; where one fails, the next-best plan's (said once)."""
+        while True:
+            try:
+                return plan, self.runners.select(plan, self.name, self.calibration_sentences, pack)
+            except RunnerFailed as failed:
+                self._failures.append(failed.failure)
+                self._plans.clear()
+                plan = self.plan_for(plan.requested_precision, plan.requested_backend)
