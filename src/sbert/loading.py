@@ -156,9 +156,15 @@ def _load_router(
     for name, ids in structure.items():
         stack = []
         for model_id in ids:
-            if not re.fullmatch(r"[\w.-]+", str(model_id)) or model_id not in types or model_id == "..":
+            # a folder beside router_config.json, nothing that leads elsewhere
+            if (
+                not isinstance(model_id, str)
+                or model_id not in types
+                or model_id in (".", "..")
+                or not re.fullmatch(r"[\w.-]+", model_id)
+            ):
                 raise ModelLoadError(
-                    f"{config_file}: route {name!r} lists {model_id!r}, which is not in 'types'"
+                    f"{config_file}: route {name!r} lists {model_id!r}, which is not a module folder in 'types'"
                 )
             stack.append({"type": types[model_id], "path": str(Path(folder, model_id))})
         routes[name] = _load_stack(path, stack + entries[1:], config_file, pooling, max_seq_length)

@@ -17,6 +17,7 @@ from typing import Any
 from torch import nn
 
 from sbert.encoder import SentenceEncoder
+from sbert.inference.plan import EnginePlan
 from sbert.model_io import save_router
 from sbert.prompts import Prompts
 
@@ -68,11 +69,9 @@ class RouterEncoder(SentenceEncoder):
         self._own_route = own
         # The other routes (this model runs its own); registered, so .to() and .eval() reach them.
         self._others = nn.ModuleDict({route: encoder for route, encoder in routes.items() if route != own})
-        if own == default_route:  # the caller's settings for the default route hold for the model
-            self.requested_precision, self.requested_backend = (
-                mine.requested_precision,
-                mine.requested_backend,
-            )
+        self.requested_precision = mine.requested_precision  # the settings of the route it runs
+        self.requested_backend = mine.requested_backend
+        self.calibration_sentences = mine.calibration_sentences
 
     def route(self, task: str | None = None) -> SentenceEncoder:
         """The encoder of ``task``'s route (``None``: the default route), with the model's prompts,
@@ -98,6 +97,7 @@ class RouterEncoder(SentenceEncoder):
         return encoder
 
     def stacks(self) -> list[SentenceEncoder]:
+        """Every route's encoder, this model (its own route) first."""
         return [self, *(self.route(name) for name in self.route_names if name != self._own_route)]
 
     def encode(
@@ -108,7 +108,7 @@ class RouterEncoder(SentenceEncoder):
         ``encode(task=...)``."""
         return SentenceEncoder.encode(self.route(task), sentences, *args, **kwargs)
 
-    def set_precision(self, precision: str | None = None, backend: str | None = None) -> Any:
+    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
         """:meth:`SentenceEncoder.set_precision <sbert.SentenceEncoder.set_precision>` for every
         route that runs a transformer (a static token table stays float32 on PyTorch); returns the
         default route's plan."""

@@ -115,5 +115,8 @@ def test_a_router_config_that_names_a_missing_module_is_refused(st_dir: Path, tm
     config = json.loads((broken / "router_config.json").read_text())
     config["structure"]["query"][0] = "../elsewhere"
     (broken / "router_config.json").write_text(json.dumps(config))
-    with pytest.raises(ModelLoadError, match=r"router_config.json: route 'query' lists '../elsewhere'"):
+    with pytest.raises(
+        ModelLoadError,
+        match=r"router_config.json: route 'query' lists '../elsewhere', which is not a module folder",
+    ):
         SentenceEncoder.from_pretrained(broken, device="cpu")
