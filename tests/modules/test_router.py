@@ -4,6 +4,8 @@ default backend, and sentence-transformers reads back what sbert saves."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -108,9 +110,6 @@ def test_without_a_default_route_encode_needs_a_task(tmp_path: Path) -> None:
 
 
 def test_a_router_config_that_names_a_missing_module_is_refused(st_dir: Path, tmp_path: Path) -> None:
-    import json
-    import shutil
-
     broken = shutil.copytree(st_dir, tmp_path / "broken")
     config = json.loads((broken / "router_config.json").read_text())
     config["structure"]["query"][0] = "../elsewhere"
@@ -120,3 +119,19 @@ def test_a_router_config_that_names_a_missing_module_is_refused(st_dir: Path, tm
         match=r"router_config.json: route 'query' lists '../elsewhere', which is not a module folder",
     ):
         SentenceEncoder.from_pretrained(broken, device="cpu")
+
+
+def test_set_precision_reaches_every_transformer_route(st_dir: Path) -> None:
+    ours = SentenceEncoder.from_pretrained(st_dir, device="cpu", precision="float32", backend="torch")
+    ours.set_precision("bfloat16")
+    query = ours.route("query")
+    assert ours.route("document").requested_precision == "bfloat16"
+    assert query.requested_precision == ("float32" if query.is_static else "bfloat16")
+
+
+def test_routes_of_different_sizes_are_refused(tiny_encoder: SentenceEncoder, tiny_static_dir: Path) -> None:
+    static = SentenceEncoder.from_pretrained(tiny_static_dir)  # 8 dimensions, the BERT 32
+    with pytest.raises(ValueError, match=r"different sizes \{'query': 8, 'document': 32\}"):
+        RouterEncoder({"query": static, "document": tiny_encoder})
+    with pytest.raises(ValueError, match=r"default_route 'passage' is not a route \(query\)"):
+        RouterEncoder({"query": static}, default_route="passage")
