@@ -162,21 +162,35 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
         path = resolve_model_path(name_or_path)
         parts = load(path, pooling=pooling, max_seq_length=max_seq_length)
         name = str(name_or_path or DEFAULT_MODEL)
-        model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
+        if not parts.routes:
+            model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
+        else:
+            from sbert.router import RouterEncoder  # it subclasses this class: imported here, not above
+
+            routes = {
+                route: cls(p.input_module, p.pooling, p.layers, f"{name} ({route} route)", parts.prompts)
+                for route, p in parts.routes.items()
+            }
+            model = RouterEncoder(routes, parts.default_route, name, parts.prompts)
         model.source = str(path)
         model.similarity_fn_name = saved_similarity_fn_name(path)
         model.eval()
-        if model.is_static:  # a table lookup gains nothing from a GPU, bf16 or OpenVINO
-            return model.to(device or "cpu")
-        model.requested_precision = request.precision
-        model.requested_backend = request.backend
-        model.calibration_sentences = calibration_sentences
-        return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        transformers = [stack for stack in model.stacks() if not stack.is_static]
+        for stack in transformers:  # a table lookup gains nothing from a GPU, bf16 or OpenVINO
+            stack.requested_precision = request.precision
+            stack.requested_backend = request.backend
+            stack.calibration_sentences = calibration_sentences
+        cuda = transformers and torch.cuda.is_available()
+        return model.to(device or ("cuda" if cuda else "cpu"))
 
     def save(self, path: str | Path) -> None:
         """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
         save_modules(Path(path), self.input_module, self.pooling, list(self.layers), self.prompts)
         self.save_similarity_fn_name(path)
+
+    def stacks(self) -> list[SentenceEncoder]:
+        """The encoders this model runs: itself (a Router model: one per route, its own first)."""
+        return [self]
 
     @property
     def dim(self) -> int:
@@ -277,6 +291,7 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
         max_tokens: int | None = None,
         batch_cost_tokens: int | None = None,
         pack: bool = False,
+        task: str | None = None,
     ) -> Any:
         """Embed sentences; the output keeps the input order.
 
@@ -321,6 +336,9 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
                 tokens of a pass (default 8192).
+            task: sentence-transformers' task: a Router model (:class:`~sbert.router.RouterEncoder`)
+                runs the route of that name; a model without routes runs its one stack for every
+                task, as sentence-transformers does.
 
         Raises:
             TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
@@ -405,14 +423,14 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
         prompt: str | None = None,
         **options: Any,
     ) -> np.ndarray | Tensor:
-        """:meth:`encode` for search queries, with :meth:`query_prompt`.
+        """:meth:`encode` for search queries, with :meth:`query_prompt` and ``task="query"``.
 
         Examples:
             >>> model = SentenceEncoder.from_pretrained()
             >>> model.encode_query("how do I play the guitar?").shape
             (384,)
         """
-        return self.encode(sentences, prompt=self.query_prompt(prompt_name, prompt), **options)
+        return self.encode(sentences, prompt=self.query_prompt(prompt_name, prompt), task="query", **options)
 
     def encode_document(
         self,
@@ -421,8 +439,11 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
         prompt: str | None = None,
         **options: Any,
     ) -> np.ndarray | Tensor:
-        """:meth:`encode` for the passages a search finds, with :meth:`document_prompt`."""
-        return self.encode(sentences, prompt=self.document_prompt(prompt_name, prompt), **options)
+        """:meth:`encode` for the passages a search finds, with :meth:`document_prompt` and
+        ``task="document"``."""
+        return self.encode(
+            sentences, prompt=self.document_prompt(prompt_name, prompt), task="document", **options
+        )
 
     def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
         """The text :meth:`encode_query` puts before each sentence: ``prompt``, else the prompt

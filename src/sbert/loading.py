@@ -1,12 +1,14 @@
 """Reading a model directory into its modules: the input module, pooling and the layers after it.
 
-Three layouts, as sentence-transformers' ``modules.json`` describes them (or its absence):
+Four layouts, as sentence-transformers' ``modules.json`` describes them (or its absence):
 
 - a plain Hugging Face directory: the encoder, then ``pooling`` (default ``"mean"``);
 - a sentence-transformers stack: Transformer, Pooling, then Dense and Normalize layers;
 - sentence-transformers' ``StaticEmbedding`` layout: a token table (``model.safetensors`` with
   ``embedding.weight``, or model2vec's ``embeddings``) and ``tokenizer.json`` (whose truncation, if
-  any, is the model's ``max_seq_length``), optionally followed by Normalize.
+  any, is the model's ``max_seq_length``), optionally followed by Normalize;
+- sentence-transformers 5's ``Router``: one such stack per route (``query``, ``document``...), in
+  the folders ``router_config.json`` names, followed by the modules listed after the Router.
 
 sbert reads them without importing sentence-transformers. Nothing here imports the encoder: it
 composes what this module returns, so the arguments (``max_seq_length``, ``pooling``) flow one way.
@@ -14,6 +16,7 @@ composes what this module returns, so the arguments (``max_seq_length``, ``pooli
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +37,7 @@ from sbert.model_io import _module_entries, load_dense, load_prompts, read_json
 from sbert.modules import Dense, Normalize, Pooling, StaticEmbedding, Transformer
 from sbert.prompts import Prompts
 
-SUPPORTED = ("Transformer", "StaticEmbedding", "Pooling", "Dense", "Normalize")
+SUPPORTED = ("Transformer", "StaticEmbedding", "Pooling", "Dense", "Normalize", "Router")
 
 
 @dataclass
@@ -45,6 +48,10 @@ class ModelParts:
     pooling: Pooling
     layers: list[nn.Module] = field(default_factory=list)
     prompts: Prompts = field(default_factory=Prompts)
+    # A Router model (sentence-transformers 5+): every route's stack by name, the top-level fields
+    # being those of ``default_route`` (or, with none, the first route's).
+    routes: dict[str, ModelParts] = field(default_factory=dict)
+    default_route: str | None = None
 
 
 def load(path: Path, pooling: str | None = None, max_seq_length: int | None = None) -> ModelParts:
@@ -63,12 +70,33 @@ def load(path: Path, pooling: str | None = None, max_seq_length: int | None = No
         plain = Transformer.load(path, max_seq_length=max_seq_length)
         return ModelParts(plain, Pooling(plain.dim, pooling or "mean"))
     modules_file = path / "modules.json"
+    entries = _module_entries(modules_file)
+    if entries and _kind(entries[0]) == "Router":
+        parts = _load_router(path, entries, pooling, max_seq_length)
+    else:
+        parts = _load_stack(path, entries, modules_file, pooling, max_seq_length)
+    parts.prompts = load_prompts(path)
+    return parts
+
+
+def _kind(entry: dict[str, Any]) -> str:
+    return str(entry.get("type", "")).rsplit(".", 1)[-1]
+
+
+def _load_stack(
+    path: Path,
+    entries: list[dict[str, Any]],
+    modules_file: Path,
+    pooling: str | None,
+    max_seq_length: int | None,
+) -> ModelParts:
+    """One stack of modules (``entries``, each with a ``path`` inside ``path``): input, pooling, layers."""
     input_module: Transformer | StaticEmbedding | None = None
     pooler: Pooling | None = None
     pooling_file = modules_file
     layers: list[nn.Module] = []
-    for entry in _module_entries(modules_file):
-        kind = str(entry.get("type", "")).rsplit(".", 1)[-1]
+    for entry in entries:
+        kind = _kind(entry)
         folder = path / entry["path"]
         if kind == "Transformer":
             settings = _optional_json(folder / "sentence_bert_config.json")
@@ -92,15 +120,73 @@ def load(path: Path, pooling: str | None = None, max_seq_length: int | None = No
         elif kind == "Normalize":
             layers.append(Normalize())
         else:
+            where = "a Router must come first" if kind == "Router" else f"sbert reads {', '.join(SUPPORTED)}"
             raise ModelLoadError(
-                f"{modules_file}: module type {entry.get('type')!r} is not supported "
-                f"(sbert reads {', '.join(SUPPORTED)})"
+                f"{modules_file}: module type {entry.get('type')!r} is not supported ({where})"
             )
     if input_module is None:
         raise ModelLoadError(f"{modules_file}: lists no Transformer or StaticEmbedding module")
     pooler = _pooling(input_module, pooler, pooling, pooling_file)
     _check_dims(pooler, layers, modules_file)
-    return ModelParts(input_module, pooler, layers, load_prompts(path))
+    return ModelParts(input_module, pooler, layers)
+
+
+def _load_router(
+    path: Path, entries: list[dict[str, Any]], pooling: str | None, max_seq_length: int | None
+) -> ModelParts:
+    """sentence-transformers' Router: a stack per route (``router_config.json``), each followed
+    by the modules listed after the Router in ``modules.json`` (as sentence-transformers runs them)."""
+    folder = entries[0]["path"]
+    config_file = path / folder / "router_config.json"
+    if not config_file.is_file() and (path / folder / "config.json").is_file():
+        config_file = path / folder / "config.json"  # sentence-transformers' older name (Asym)
+    config = read_json(config_file)
+    try:
+        types, structure = dict(config["types"]), dict(config["structure"])
+        parameters = dict(config.get("parameters", {}))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ModelLoadError(
+            f"{config_file}: expected 'types', 'structure' and 'parameters': {error}"
+        ) from error
+    if parameters.get("route_mappings"):
+        raise ModelLoadError(
+            f"{config_file}: route_mappings (routes by task and modality) are not read; sbert routes by task name"
+        )
+    routes = {}
+    for name, ids in structure.items():
+        stack = []
+        for model_id in ids:
+            # a folder beside router_config.json, nothing that leads elsewhere
+            if (
+                not isinstance(model_id, str)
+                or model_id not in types
+                or model_id in (".", "..")
+                or not re.fullmatch(r"[\w.-]+", model_id)
+            ):
+                raise ModelLoadError(
+                    f"{config_file}: route {name!r} lists {model_id!r}, which is not a module folder in 'types'"
+                )
+            stack.append({"type": types[model_id], "path": str(Path(folder, model_id))})
+        routes[name] = _load_stack(path, stack + entries[1:], config_file, pooling, max_seq_length)
+    if not routes:
+        raise ModelLoadError(f"{config_file}: has no routes")
+    default = parameters.get("default_route")
+    if default is None and parameters.get("allow_empty_key", True):
+        default = next(iter(routes))  # sentence-transformers' choice
+    if default is not None and default not in routes:
+        raise ModelLoadError(f"{config_file}: default_route {default!r} is not a route ({', '.join(routes)})")
+    dims = {name: _output_dim(parts) for name, parts in routes.items()}
+    if len(set(dims.values())) > 1:  # one model, one vector space: an index needs one size
+        raise ModelLoadError(f"{config_file}: the routes give vectors of different sizes {dims}")
+    own = routes[default or next(iter(routes))]
+    return ModelParts(own.input_module, own.pooling, own.layers, routes=routes, default_route=default)
+
+
+def _output_dim(parts: ModelParts) -> int:
+    dim = parts.pooling.output_dim
+    for layer in parts.layers:
+        dim = getattr(layer, "out_features", dim)
+    return dim
 
 
 def _pooling(

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ _ST_TYPES = {
     "Pooling": "sentence_transformers.models.Pooling",
     "Dense": "sentence_transformers.models.Dense",
     "Normalize": "sentence_transformers.models.Normalize",
+    "Router": "sentence_transformers.models.Router",
 }
 
 
@@ -83,6 +85,9 @@ def _module_entries(modules_file: Path) -> list[dict[str, Any]]:
     return sorted(checked, key=lambda e: e["idx"])
 
 
+Stack = tuple[Transformer | StaticEmbedding, Pooling, list[nn.Module]]  # input module, pooling, layers
+
+
 def save_modules(
     path: Path,
     input_module: Transformer | StaticEmbedding,
@@ -95,52 +100,93 @@ def save_modules(
     A static model is written in sentence-transformers' ``StaticEmbedding`` layout (the token table
     and ``tokenizer.json`` at the root, no Pooling module: it averages by itself).
     """
-    path = Path(path)
+    _save(
+        Path(path),
+        lambda folder: _write_modules(folder, (input_module, pooling, layers), prompts or Prompts()),
+    )
+
+
+def save_router(path: Path, routes: dict[str, Stack], default_route: str | None, prompts: Prompts) -> None:
+    """Write a sentence-transformers ``Router`` directory atomically: ``router_config.json`` and
+    one folder per module of each route (``query_0_Transformer``, ``query_1_Pooling``...)."""
+
+    def write(folder: Path) -> None:
+        _write_config(folder, prompts)
+        types: dict[str, str] = {}
+        structure: dict[str, list[str]] = {}
+        for name, stack in routes.items():
+            structure[name] = []
+            for position, module in enumerate(_stack_modules(*stack)):
+                model_id = f"{name}_{position}_{type(module).__name__}"
+                types[model_id] = _write_module(folder / model_id, module)
+                structure[name].append(model_id)
+        parameters: dict[str, Any] = {
+            "default_route": default_route,
+            "allow_empty_key": False,
+            "route_mappings": {},
+        }
+        _write_json(
+            folder / "router_config.json", {"types": types, "structure": structure, "parameters": parameters}
+        )
+        _write_json(
+            folder / "modules.json", [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["Router"]}]
+        )
+
+    _save(Path(path), write)
+
+
+def _save(path: Path, write: Callable[[Path], None]) -> None:
     staging = staging_dir(path)
     try:
-        _write_modules(staging, input_module, pooling, layers, prompts or Prompts())
+        write(staging)
         replace_dir(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _write_modules(
-    folder: Path,
-    input_module: Transformer | StaticEmbedding,
-    pooling: Pooling,
-    layers: list[nn.Module],
-    prompts: Prompts,
-) -> None:
+def _write_config(folder: Path, prompts: Prompts) -> None:
     _write_json(
         folder / "config_sentence_transformers.json",
-        {
-            "__version__": {"sbert": __version__},
-            **prompts.config(),
-            "similarity_fn_name": "cosine",
-        },
+        {"__version__": {"sbert": __version__}, **prompts.config(), "similarity_fn_name": "cosine"},
     )
-    if isinstance(input_module, StaticEmbedding):
-        _write_static(folder, input_module)
-        modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["StaticEmbedding"]}]
-    else:
-        _write_transformer(folder, input_module)
-        modules = [{"idx": 0, "name": "0", "path": "", "type": _ST_TYPES["Transformer"]}]
-        (folder / "1_Pooling").mkdir()
-        _write_json(folder / "1_Pooling" / "config.json", pooling.config())
-        modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": _ST_TYPES["Pooling"]})
-    for idx, layer in enumerate(layers, start=len(modules)):
-        kind = type(layer).__name__
-        sub = f"{idx}_{kind}"
-        (folder / sub).mkdir()
-        if isinstance(layer, Dense):
-            _write_json(folder / sub / "config.json", layer.config())
-            state = {k: v.detach().contiguous().cpu() for k, v in layer.state_dict().items()}
-            save_file(state, str(folder / sub / "model.safetensors"))
-        elif not isinstance(layer, Normalize):
-            raise TypeError(f"cannot save layer {kind}: sbert saves Dense and Normalize layers")
-        modules.append({"idx": idx, "name": str(idx), "path": sub, "type": _ST_TYPES[kind]})
+
+
+def _stack_modules(
+    input_module: Transformer | StaticEmbedding, pooling: Pooling, layers: list[nn.Module]
+) -> list[nn.Module]:
+    """The modules sentence-transformers lists for a stack (a static table pools by itself: no Pooling)."""
+    return [input_module, *([] if isinstance(input_module, StaticEmbedding) else [pooling]), *layers]
+
+
+def _write_modules(folder: Path, stack: Stack, prompts: Prompts) -> None:
+    _write_config(folder, prompts)
+    modules = []
+    for idx, module in enumerate(_stack_modules(*stack)):
+        sub = "" if idx == 0 else f"{idx}_{type(module).__name__}"  # the input module at the root
+        modules.append(
+            {"idx": idx, "name": str(idx), "path": sub, "type": _write_module(folder / sub, module)}
+        )
     _write_json(folder / "modules.json", modules)
+
+
+def _write_module(folder: Path, module: nn.Module) -> str:
+    """Write one module into ``folder`` (made if missing); its sentence-transformers type."""
+    folder.mkdir(parents=True, exist_ok=True)
+    kind = type(module).__name__
+    if isinstance(module, Transformer):
+        _write_transformer(folder, module)
+    elif isinstance(module, StaticEmbedding):
+        _write_static(folder, module)
+    elif isinstance(module, Pooling):
+        _write_json(folder / "config.json", module.config())
+    elif isinstance(module, Dense):
+        _write_json(folder / "config.json", module.config())
+        state = {k: v.detach().contiguous().cpu() for k, v in module.state_dict().items()}
+        save_file(state, str(folder / "model.safetensors"))
+    elif not isinstance(module, Normalize):
+        raise TypeError(f"cannot save layer {kind}: sbert saves Dense and Normalize layers")
+    return _ST_TYPES[kind]
 
 
 def _write_transformer(folder: Path, transformer: Transformer) -> None:
