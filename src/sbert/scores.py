@@ -2,7 +2,7 @@
 similarities (:mod:`sbert.similarity`) with numpy, lists or tensors in and a tensor out, and the
 tables :class:`~sbert.SentenceEncoder` ``similarity()`` reads by ``similarity_fn_name``.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> cos_sim(np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]]))
     tensor([[1., 0.]])

@@ -5,7 +5,7 @@ searches return ``[{"corpus_id": ..., "score": ...}]`` lists, paraphrase mining 
 lists, community detection lists of indices. The work is sbert's own (:mod:`sbert.similarity`,
 :mod:`sbert.applications`); sbert's functions there return numpy for numpy and named tuples.
 
-Example:
+Examples:
     >>> import numpy as np
     >>> from sbert import util
     >>> util.cos_sim(np.array([[1.0, 0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]]))

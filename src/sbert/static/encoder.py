@@ -30,12 +30,7 @@ class _IsStatic(type):
 class StaticEncoder(metaclass=_IsStatic):
     """Build a static :class:`~sbert.SentenceEncoder` (sentence-transformers' ``StaticEmbedding``).
 
-    Args:
-        tokenizer: A Rust ``tokenizers.Tokenizer``; sentences are tokenized without special tokens.
-        weights: The token table, shape (vocabulary, dim).
-        max_seq_length: Keep only the first this many tokens of a sentence (``None``: all of them).
-        normalize: End with a Normalize layer (unit-length vectors), as a saved model may.
-        name: What the model was loaded from, for display.
+    Calling it returns a :class:`~sbert.SentenceEncoder` (see ``__new__`` for the arguments).
 
     Examples:
         >>> import torch
@@ -58,5 +53,14 @@ class StaticEncoder(metaclass=_IsStatic):
         normalize: bool = False,
         name: str | None = None,
     ) -> SentenceEncoder:
+        """A :class:`~sbert.SentenceEncoder` whose input module is this token table.
+
+        Args:
+            tokenizer: A Rust ``tokenizers.Tokenizer``; sentences are tokenized without special tokens.
+            weights: The token table, shape (vocabulary, dim).
+            max_seq_length: Keep only the first this many tokens of a sentence (``None``: all of them).
+            normalize: End with a Normalize layer (unit-length vectors), as a saved model may.
+            name: What the model was loaded from, for display.
+        """
         table = StaticEmbedding(tokenizer, weights, max_seq_length)
         return SentenceEncoder(table, layers=[Normalize()] if normalize else [], name=name)
