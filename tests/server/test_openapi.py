@@ -129,7 +129,7 @@ def test_docs_load_from_the_server_alone(server: ServerProcess) -> None:
 
 # Where the API legitimately answers a status that a check of schemathesis does not expect (its
 # defaults: negative data 400/401/403/404/405/406/409/415/422/428/429/5xx, positive data
-# 2xx/3xx/401/403/404/409/429/5xx), the checker is configured, not the server:
+# 2xx/3xx/401/403/404/409/429/5xx), the checker is configured (CHECKER), not the server:
 # - negative_data_rejection + 413: a list over --max-items (the document's maxItems) is 413 "too
 #   large" on every route, as text-embeddings-inference answers a batch over its limit; TEI's routes
 #   answer an unknown prompt_name 413 "Validation" as TEI does. Both statuses are declared.
@@ -141,35 +141,24 @@ def test_docs_load_from_the_server_alone(server: ServerProcess) -> None:
 #   left that no schema can say either: TEI's `truncation_direction: Left` on an input that needs
 #   cutting, which sbert does not do; a fuzzer's short strings do not reach it.)
 # A random `model` is a 404 (declared), which the positive check already expects.
-CHECKER = """
-[checks.negative_data_rejection]
-expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5xx"]
-[checks.positive_data_acceptance]
-expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx"]
-"""
+CHECKER = Path(__file__).with_name("schemathesis.toml")
 
 
-def fuzz(url: str, config: Path, seconds: int, *options: str) -> subprocess.CompletedProcess[str]:
+def fuzz(url: str, seconds: int, folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """schemathesis's CLI over the document: every check (TRACE and other unexpected methods in its
     coverage phase), a few examples per operation, no shrinking, a fixed seed; it fuzzes until
-    ``seconds`` are spent."""
-    command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run"]
+    ``seconds`` are spent. It runs in ``folder``: its cache of failures (``.schemathesis``, replayed
+    by the next run) stays out of the repository and out of the next test."""
+    command = [sys.executable, "-m", "schemathesis.cli", "--config-file", str(CHECKER), "run"]
     command += [f"{url}/openapi.json", "--checks", "all", "--max-examples", "8", "--max-time", str(seconds)]
     command += ["--no-shrink", "--seed", "37", "--workers", "1", "--output-truncate", "false", *options]
-    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=folder)
 
 
-@pytest.fixture(scope="module")
-def checker(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("schemathesis") / "schemathesis.toml"
-    path.write_text(CHECKER)
-    return path
-
-
-def test_schemathesis_with_every_check_finds_nothing(server: ServerProcess, checker: Path) -> None:
+def test_schemathesis_with_every_check_finds_nothing(server: ServerProcess, tmp_path: Path) -> None:
     """Valid and invalid bodies drawn from the document, unexpected methods, missing bodies: every
     answer is the one the document declares, valid data accepted, invalid refused, no 5xx."""
-    result = fuzz(server.url, checker, 45)
+    result = fuzz(server.url, 45, tmp_path)
     assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-2000:]
     # The server's own count: every operation was called, none answered with a 5xx.
     metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
@@ -180,13 +169,13 @@ def test_schemathesis_with_every_check_finds_nothing(server: ServerProcess, chec
     assert {op.path for op in OPERATIONS} <= fuzzed
 
 
-def test_schemathesis_with_an_api_key(tiny_model_dir: Path, checker: Path) -> None:
+def test_schemathesis_with_an_api_key(tiny_model_dir: Path, tmp_path: Path) -> None:
     """With --api-key: every request but the open ones answers 401 without the key (schemathesis's
     ``ignored_auth`` sends each without it), and the document declares that 401 and the scheme."""
     args = tiny_server_args(tiny_model_dir, "--served-model-name", "tiny-bert", "--api-key", "secret")
     process = ServerProcess(args).wait_ready()
     try:
-        result = fuzz(process.url, checker, 20, "--header", "Authorization: Bearer secret")
+        result = fuzz(process.url, 20, tmp_path, "--header", "Authorization: Bearer secret")
         assert result.returncode == 0, result.stdout[-20000:] + result.stderr[-2000:]
         metrics = httpx.get(f"{process.url}/metrics", headers={"Authorization": "Bearer secret"}, timeout=30)
         assert 'status="401"' in metrics.text  # the unauthenticated requests were made and refused
