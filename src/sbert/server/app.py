@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sbert.server import handlers
+from sbert.server import abilities, handlers
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
 from sbert.server.openapi import build_spec, swagger_ui_dir
@@ -62,7 +62,17 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
     )
     app.state.services, app.state.metrics, app.state.docs_files = served, metrics, docs_files
     prompts = sorted({name for each in served.all for name in each.model.prompts.named})
-    spec = build_spec(default.limits, api_key is not None, default.model_id, prompts)
+    dimension = max(each.model.dim for each in served.all)
+    cross_encoder = default.cross_encoder is not None  # /rerank's cross-encoder is the first model's
+    spec = build_spec(
+        default.limits,
+        api_key is not None,
+        default.model_id,
+        prompts,
+        dimension,
+        cross_encoder,
+        abilities.vocabulary_size(default.model),  # /decode's and /v1/embeddings' token ids
+    )
     app.state.spec = JSONResponse(spec).body
     gate = Gate(app, metrics, api_key, max_concurrent, retry_after=default.batcher.retry_after)
     return gate

@@ -56,6 +56,9 @@ def build_spec(
     api_key: bool = False,
     title: str = "sbert",
     prompts: Sequence[str] | None = None,
+    dimension: int | None = None,
+    cross_encoder: bool | None = None,
+    vocabulary: int | None = None,
 ) -> dict[str, Any]:
     """The OpenAPI 3.1 document of :data:`OPERATIONS`.
 
@@ -66,6 +69,11 @@ def build_spec(
         title: The document's title.
         prompts: The served models' prompt names: ``prompt_name`` takes one of them or null (none
             given: any string, for a document built without a model).
+        dimension: The largest vector the served models give: ``dimensions`` at most this (None:
+            no bound).
+        cross_encoder: Whether a cross-encoder is served: without one, ``raw_scores`` of Cohere's
+            /rerank body is ``false`` only (None: either).
+        vocabulary: The default model's vocabulary size: a token id is less (None: no bound).
 
     Examples:
         >>> spec = build_spec()
@@ -87,14 +95,11 @@ def build_spec(
 
     components: dict[str, Any] = definitions.get("$defs", {})
     for schema in components.values():
-        for name in schemas.LIST_FIELDS:
-            field = schema.get("properties", {}).get(name)
-            if field is not None:
-                field["maxItems"] = limits.max_items
-        field = schema.get("properties", {}).get("prompt_name")
-        if field is not None and prompts is not None:
-            named = [{"type": "string", "enum": list(prompts)}] if prompts else []
-            field["anyOf"] = [*named, {"type": "null"}]
+        _serve(schema.get("properties", {}), limits, prompts, dimension)
+    if vocabulary is not None:
+        _bound_token_ids(components, vocabulary - 1)
+    if cross_encoder is False:  # the server refuses `raw_scores: true` then (TEI's body ignores it)
+        components["RerankRequest"]["properties"]["raw_scores"]["enum"] = [False]
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
         operation: dict[str, Any] = {
@@ -138,6 +143,37 @@ def build_spec(
     if api_key:
         spec["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     return spec
+
+
+def _serve(
+    properties: dict[str, Any], limits: Limits, prompts: Sequence[str] | None, dimension: int | None
+) -> None:
+    """Write what the server refuses beyond the models' own bounds into one body's fields."""
+    for name in schemas.LIST_FIELDS:
+        field = properties.get(name)
+        if field is not None:
+            field["maxItems"] = limits.max_items
+    field = properties.get("prompt_name")
+    if field is not None and prompts is not None:
+        named = [{"type": "string", "enum": list(prompts)}] if prompts else []
+        field["anyOf"] = [*named, {"type": "null"}]
+    field = properties.get("dimensions")
+    if field is not None and dimension is not None:
+        for branch in field["anyOf"]:  # an integer or null
+            if branch.get("type") == "integer":
+                branch["maximum"] = dimension
+
+
+def _bound_token_ids(schema: Any, largest: int) -> None:
+    """``maximum`` on every token id (:data:`schemas.TOKEN_ID`) of the document's bodies."""
+    if isinstance(schema, dict):
+        if schema.get("description") == schemas.TOKEN_ID:
+            schema["maximum"] = largest
+        for value in schema.values():
+            _bound_token_ids(value, largest)
+    elif isinstance(schema, list):
+        for value in schema:
+            _bound_token_ids(value, largest)
 
 
 def _each(models: type[BaseModel] | tuple[type[BaseModel], ...] | None) -> tuple[type[BaseModel], ...]:

@@ -123,8 +123,13 @@ def _integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-# A whole number, written ``3`` or ``3.0`` (never ``"3"`` or ``true``: the models stay strict).
-Integer = Annotated[int, BeforeValidator(_integral)]
+# Whole numbers, written ``3`` or ``3.0`` (never ``"3"`` or ``true``: the models stay strict). The
+# bound comes before the validator: so pydantic writes it into the document as ``minimum`` (after it,
+# as an unknown ``ge`` keyword that no client or fuzzer reads).
+PositiveInteger = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
+TOKEN_ID = "A token id of the model's tokenizer"  # marks the fields the document bounds by the vocabulary
+TokenId = Annotated[int, Field(ge=0, description=TOKEN_ID), BeforeValidator(_integral)]
+TopK = Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)]
 
 
 Texts = Annotated[list[StrictStr], Field(min_length=1)]
@@ -152,13 +157,13 @@ class EmbeddingRequest(_Body):
     input: OneOrMoreTexts
     model: StrictStr | None = None
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: Annotated[Integer, Field(ge=1)] | None = None
+    dimensions: PositiveInteger | None = None
     user: StrictStr | None = None
     truncate: bool = True
     prompt_name: StrictStr | None = None
 
 
-TokenIds = Annotated[list[Annotated[Integer, Field(ge=0)]], Field(min_length=1)]
+TokenIds = Annotated[list[TokenId], Field(min_length=1)]
 
 
 class EmbeddingIdsRequest(EmbeddingRequest):
@@ -168,7 +173,7 @@ class EmbeddingIdsRequest(EmbeddingRequest):
 
     input: Annotated[  # type: ignore[assignment]
         list[TokenIds],
-        BeforeValidator(_one_row_or_many, json_schema_input_type=list[int] | list[list[int]]),
+        BeforeValidator(_one_row_or_many, json_schema_input_type=TokenIds | list[TokenIds]),
         Field(min_length=1),
     ]
 
@@ -187,7 +192,7 @@ class SearchRequest(_Body):
     """``POST /search``: the ``top_k`` nearest texts of the loaded index."""
 
     query: StrictStr
-    top_k: Annotated[Integer, Field(ge=1, le=1000)] = 10
+    top_k: TopK = 10
     model: StrictStr | None = None
     truncate: bool = True
     prompt_name: StrictStr | None = None  # default: the model's query prompt
@@ -216,7 +221,7 @@ class RerankRequest(_Body):
         BeforeValidator(_texts_of, json_schema_input_type=list[str | Document]),
         Field(min_length=1),
     ]
-    top_n: Annotated[Integer, Field(ge=1)] | None = None
+    top_n: PositiveInteger | None = None
     return_documents: bool = True
     raw_scores: bool = False  # the cross-encoder's logit rather than its sigmoid (infinity's field)
     model: StrictStr | None = None
@@ -236,7 +241,7 @@ class EmbedRequest(_Body):
     truncate: bool | None = False
     truncation_direction: Direction = "Right"
     prompt_name: StrictStr | None = None
-    dimensions: Annotated[Integer, Field(ge=1)] | None = None
+    dimensions: PositiveInteger | None = None
 
 
 class EmbedAllRequest(_Body):
