@@ -6,12 +6,13 @@ sbert's shape. The gate's refusals (401, 429, 503) are in tests/server/test_limi
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from server_process import ServerProcess, tiny_server_args
+from server_process import SRC, ServerProcess, tiny_server_args
 
 from sbert import SentenceEncoder
 
@@ -157,8 +158,17 @@ def overreaching_model_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="module")
-def overreaching(overreaching_model_dir: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(tiny_server_args(overreaching_model_dir)).wait_ready()
+def overreaching(
+    overreaching_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    # sbert refuses this misconfiguration at load (tests/test_model_checks.py); to reach a real
+    # failure in the forward pass, this server starts with that one check switched off.
+    hooks = tmp_path_factory.mktemp("hooks")
+    (hooks / "sitecustomize.py").write_text(
+        "import sbert.model_checks\nsbert.model_checks.check_max_seq_length = lambda *args, **kwargs: None\n"
+    )
+    env = {"PYTHONPATH": os.pathsep.join([str(hooks), str(SRC)])}
+    process = ServerProcess(tiny_server_args(overreaching_model_dir), env=env).wait_ready()
     yield process
     process.kill()
 
