@@ -206,7 +206,9 @@ def claiming(parameter: str, kind: OutputKind) -> Callable[[Function], Function]
         def claimed(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(*args, **kwargs)
             path = bound.arguments[parameter]
-            if "://" in str(path) or bound.arguments.get("filesystem") is not None:
+            options = bound.arguments.get("options")  # a filesystem may come inside an options dataclass
+            filesystem = bound.arguments.get("filesystem") or getattr(options, "filesystem", None)
+            if "://" in str(path) or filesystem is not None:
                 return function(*args, **kwargs)
             with claim_output(path, kind) as target:
                 bound.arguments[parameter] = target
