@@ -83,6 +83,7 @@ def semantic_search(
     """The ``top_k`` best corpus vectors of every query, best first: ``[[{"corpus_id", "score"}, ...], ...]``.
 
     Examples:
+        >>> import numpy as np
         >>> semantic_search(np.eye(2), np.array([[0.0, 3.0], [1.0, 0.0]]), top_k=2)[1]
         [{'corpus_id': 0, 'score': 1.0}, {'corpus_id': 1, 'score': 0.0}]
     """
@@ -142,6 +143,7 @@ def paraphrase_mining_embeddings(
     """:func:`paraphrase_mining` of vectors (n, dim).
 
     Examples:
+        >>> import numpy as np
         >>> [score, i, j] = paraphrase_mining_embeddings(np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1]]))[0]
         >>> round(score, 4), i, j
         (0.9939, 0, 2)
@@ -168,6 +170,7 @@ def community_detection(
     """Communities of vectors with cosine ≥ ``threshold`` to a centre, largest first, centre first.
 
     Examples:
+        >>> import numpy as np
         >>> community_detection(np.array([[1.0, 0.0], [0.99, 0.1], [0.0, 1.0]]), 0.9, min_community_size=2)
         [[0, 1]]
     """
