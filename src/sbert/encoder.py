@@ -390,12 +390,11 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
     ) -> tuple[EnginePlan, Tensor]:
         """Vectors (n, dim) of the prompted texts by the runner the plan names, and the plan that ran."""
         plan, runner = self._runner(plan, options.pack)
-        truncated = 0
+        truncated: list[int] = []  # appended to from the GPU pipeline's tokenizing threads
 
         def ids_of(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
-            nonlocal truncated
             tokens = self.token_ids(chunk)
-            truncated += tokens.truncated
+            truncated.append(tokens.truncated)
             return tokens.ids
 
         bar = tqdm(total=len(texts), desc="Encoding", unit="sentence", disable=not show_progress_bar)
@@ -407,10 +406,10 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
                 embeddings = runner.run(ids_of(texts), options, bar.update)
         finally:
             bar.close()
-        if truncated:
+        if sum(truncated):
             logger.warning(
                 "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
-                truncated,
+                sum(truncated),
                 len(texts),
                 self.max_seq_length,
             )

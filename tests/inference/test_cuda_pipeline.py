@@ -140,22 +140,38 @@ def test_the_encoder_rebuilds_its_pipeline_when_the_weights_change(tiny_encoder:
     assert tiny_encoder.runners._cuda_pipeline("float16", transformer).dtype == torch.float16
 
 
-def test_texts_tokenized_a_chunk_ahead_give_sentence_transformers_vectors(tiny_model_dir: Path) -> None:
-    sentences = _sentences(50, seed=4)
+def test_texts_tokenized_by_several_threads_a_chunk_ahead_give_sentence_transformers_vectors(
+    tiny_model_dir: Path,
+) -> None:
+    sentences = _sentences(200, seed=4)
     expected = SentenceTransformer(str(tiny_model_dir), device="cpu").encode(sentences)
     model = SentenceEncoder.from_pretrained(
         tiny_model_dir, device="cpu", precision="float32", backend="torch"
     )
     tokenized_on: set[str] = set()
+    pieces: list[int] = []
 
-    def tokenize(chunk: object) -> list[list[int]]:
+    def tokenize(piece: object) -> list[list[int]]:
         tokenized_on.add(threading.current_thread().name)
-        return model.token_ids(chunk).ids  # type: ignore[arg-type]
+        pieces.append(len(piece))  # type: ignore[arg-type]
+        return model.token_ids(piece).ids  # type: ignore[arg-type]
 
-    pipeline = _pipeline(model, PipelineOptions(max_batch_tokens=70))
-    got = pipeline.run_texts(sentences, tokenize, RunOptions(), lambda done: None, chunk=7)
+    pipeline = _pipeline(model, PipelineOptions(max_batch_tokens=70, tokenize_threads=3))
+    got = pipeline.run_texts(sentences, tokenize, RunOptions(), lambda done: None, chunk=30)
     np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
     assert tokenized_on and all(name.startswith("sbert-tokenize") for name in tokenized_on)
+    assert sorted(pieces, reverse=True)[:2] == [10, 10] and sum(pieces) == 200  # three pieces a chunk
+
+
+def test_a_few_texts_are_tokenized_on_the_calling_thread(tiny_encoder: SentenceEncoder) -> None:
+    tokenized_on: list[str] = []
+
+    def tokenize(piece: object) -> list[list[int]]:
+        tokenized_on.append(threading.current_thread().name)
+        return tiny_encoder.token_ids(piece).ids  # type: ignore[arg-type]
+
+    _pipeline(tiny_encoder).run_texts(["one query"], tokenize, RunOptions(), lambda done: None)
+    assert tokenized_on == [threading.current_thread().name]
 
 
 def test_encode_on_the_gpu_path_warns_of_truncation_once_and_keeps_the_training_mode(
@@ -175,3 +191,10 @@ def test_encode_on_the_gpu_path_warns_of_truncation_once_and_keeps_the_training_
         "2 of 3 inputs were longer than max_seq_length=64 tokens and were truncated"
     ]
     np.testing.assert_allclose(got, expected, atol=1e-5)
+    many = sentences * 40  # more than run_texts tokenizes inline: through its thread pool
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sbert"):
+        tiny_encoder.encode(many, compute_precision="float32", show_progress_bar=False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "80 of 120 inputs were longer than max_seq_length=64 tokens and were truncated"
+    ]

@@ -16,6 +16,8 @@ the tests check it against the padded path.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,7 +38,10 @@ from sbert.modules import Pooling, Transformer
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Sentences tokenized at a time by run_texts: small enough that the first chunk, which nothing
 # overlaps, is a fraction of a pass; large enough for several token-budget batches.
-TOKENIZE_CHUNK = 2048
+TOKENIZE_CHUNK = 4096
+# Up to this many texts, run_texts tokenizes on the calling thread: a thread pool would cost more
+# than it saves (one query's latency).
+SMALL_INPUT = 64
 
 
 @dataclass(frozen=True)
@@ -50,11 +55,21 @@ class PipelineOptions:
         graphs: Replay CUDA graphs for batches that fit a bucket; ``None``: on CUDA only (on the CPU,
             ``True`` runs the bucketed shapes without graphs, which the tests use).
         prefetch: Batches assembled ahead of the device.
+        tokenize_threads: Host threads tokenizing texts; ``None``: :func:`tokenizing_threads`.
     """
 
     max_batch_tokens: int | None = None
     graphs: bool | None = None
     prefetch: int = 2
+    tokenize_threads: int | None = None
+
+
+def tokenizing_threads() -> int:
+    """Threads for tokenizing: the cores this process may use but two (the thread that drives the
+    device and the one that assembles batches), at most 8, at least 1."""
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere every core counts
+    cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
+    return max(1, min(8, cores - 2))
 
 
 @dataclass
@@ -119,23 +134,45 @@ class CudaPipeline:
         progress: Callable[[int], None],
         chunk: int = TOKENIZE_CHUNK,
     ) -> Tensor:
-        """:meth:`run` on texts, tokenized ``chunk`` at a time on a host thread: chunk i+1 while the
-        device runs chunk i (the Rust tokenizer releases the GIL). Batches never span two chunks;
-        unpadded, that costs no padding. Each chunk's vectors are copied to the host as soon as the
-        device has them (non-blocking), so the device holds one chunk's, whatever the input's size."""
-        if len(texts) <= chunk:  # nothing to overlap: no thread (one query's latency)
+        """:meth:`run` on texts, tokenized ``chunk`` at a time by host threads: chunk i+1 while the
+        device runs chunk i. ``tokenize`` is called from several threads at once (the Rust tokenizer
+        releases the GIL; :class:`~sbert.modules.batch_tokenizer.BatchTokenizer` is safe so). Batches
+        never span two chunks; unpadded, that costs no padding. Each chunk's vectors are copied to
+        the host as soon as the device has them (non-blocking), so the device holds one chunk's,
+        whatever the input's size."""
+        if len(texts) <= SMALL_INPUT:  # nothing to overlap: no thread (one query's latency)
             return self.run(tokenize(texts), options, progress)
         parts: list[Tensor] = []
-        with ThreadPoolExecutor(1, thread_name_prefix="sbert-tokenize") as tokenizer:
-            pending = tokenizer.submit(tokenize, texts[:chunk])
-            for start in range(0, len(texts), chunk):
-                ids = pending.result()
-                if start + chunk < len(texts):
-                    pending = tokenizer.submit(tokenize, texts[start + chunk : start + 2 * chunk])
-                parts.append(self._on_device(ids, options, progress).to("cpu", non_blocking=self.cuda))
+        for ids in self.tokenized_chunks(texts, tokenize, chunk):
+            parts.append(self._on_device(ids, options, progress).to("cpu", non_blocking=self.cuda))
         if self.cuda:
             torch.cuda.current_stream(self.device).synchronize()  # the non-blocking copies have landed
         return torch.cat(parts) if parts else torch.empty((0, 0))
+
+    def tokenized_chunks(
+        self,
+        texts: Sequence[str],
+        tokenize: Callable[[Sequence[str]], Sequence[Sequence[int]]],
+        chunk: int = TOKENIZE_CHUNK,
+    ) -> Iterator[list[Sequence[int]]]:
+        """Each chunk's token ids, in order. One core tokenizes 15-25k short sentences a second, where
+        an H100's forward pass alone runs 133k (issue 35): a chunk is cut into one piece per thread,
+        and the next chunk's pieces are queued before this one is handed over."""
+        threads = self.options.tokenize_threads or tokenizing_threads()
+        piece = max(1, -(-chunk // threads))
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="sbert-tokenize") as pool:
+
+            def submit(start: int) -> list[Future[Sequence[Sequence[int]]]]:
+                stop = min(start + chunk, len(texts))
+                return [
+                    pool.submit(tokenize, texts[s : min(s + piece, stop)]) for s in range(start, stop, piece)
+                ]
+
+            pending = submit(0)
+            for start in range(0, len(texts), chunk):
+                ready, pending = pending, submit(start + chunk) if start + chunk < len(texts) else []
+                yield list(itertools.chain.from_iterable(future.result() for future in ready))
 
     def _on_device(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]

@@ -50,15 +50,23 @@ def after_pooling(layers: Iterable[nn.Module], embeddings: Tensor, normalize: bo
 
 @contextmanager
 def evaluating(modules: Sequence[nn.Module]) -> Iterator[None]:
-    """The modules in eval mode (no dropout) for the block, then back in the mode each was in."""
-    modes = [module.training for module in modules]
-    for module in modules:
+    """The modules in eval mode (no dropout) for the block, then back in the mode each was in.
+
+    A module already in eval mode throughout is left alone: switching a BERT's hundred submodules
+    there and back costs about a millisecond, which one query's latency on a GPU would notice.
+    """
+    switched = [(module, module.training) for module in modules if _training(module)]
+    for module, _ in switched:
         module.eval()
     try:
         yield
     finally:
-        for module, mode in zip(modules, modes):
+        for module, mode in switched:
             module.train(mode)
+
+
+def _training(module: nn.Module) -> bool:
+    return any(sub.training for sub in module.modules())
 
 
 def _batches(ids: Sequence[Sequence[int]], options: RunOptions) -> list:  # type: ignore[type-arg]

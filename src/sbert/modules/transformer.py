@@ -25,6 +25,7 @@ from transformers.utils import logging as hf_logging
 
 from sbert.errors import ModelLoadError
 from sbert.model_checks import check_loading_info, check_max_seq_length, check_tokenizer, position_limit
+from sbert.modules.batch_tokenizer import BatchTokenizer
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Transformer(nn.Module):
         self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
         self.do_lower_case = do_lower_case
         self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
+        self._batch: BatchTokenizer | None = None
 
     @classmethod
     def load(
@@ -107,9 +109,14 @@ class Transformer(nn.Module):
         return int(self.model.config.hidden_size)
 
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
-        """Tokenize without padding; padding happens per batch in :meth:`collate`."""
+        """Tokenize without padding; padding happens per batch in :meth:`collate`. Safe to call from
+        several threads at once where the tokenizer encodes in Rust alone (:class:`BatchTokenizer`)."""
         if self.do_lower_case:
             texts = [text.lower() for text in texts]
+        batch_tokenizer = self._batch_tokenizer()
+        if batch_tokenizer is not None:
+            ids, truncated = batch_tokenizer(texts)
+            return Tokenized(ids=ids, truncated=truncated)
         encoded = self.tokenizer(
             list(texts),
             truncation=True,
@@ -120,6 +127,17 @@ class Transformer(nn.Module):
         )
         truncated = sum(1 for encoding in encoded.encodings if encoding.overflowing)
         return Tokenized(ids=encoded["input_ids"], truncated=truncated)
+
+    def _batch_tokenizer(self) -> BatchTokenizer | None:
+        """The private tokenizer for the current ``max_seq_length`` (a setting users change), or
+        ``None`` where the tokenizer's class needs transformers' call."""
+        if not BatchTokenizer.supports(self.tokenizer):
+            return None
+        built = self._batch
+        if built is None or not built.configured_as(self.tokenizer, self.max_seq_length):
+            built = BatchTokenizer(self.tokenizer, self.max_seq_length)
+            self._batch = built  # threads may race to build one: harmless, each is complete
+        return built
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text before truncation, special tokens included."""
