@@ -26,9 +26,10 @@ Here, once (copies STSb test and the model files into an ignored folder)::
 Then with the device tool (``run``; ``carry`` brings the ignored folder along; the table, then the
 CUDA tests, whose integration ones need the bundled model, which is not there)::
 
-    run(command="export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH=src; python3 benchmarks/gpu.py
-        --carry .gpu-carry --output $OUT/gpu.json 2>&1 | tee $OUT/gpu.log; python3 -m pytest tests/gpu
-        -q -m 'not integration' 2>&1 | tee $OUT/tests.log", carry=[".gpu-carry"], timeout_s=580)
+    run(command="export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 PYTHONPATH=src; nvidia-smi -L | tee $OUT/gpu.log;
+        python3 benchmarks/gpu.py --carry .gpu-carry --output $OUT/gpu.json 2>&1 | tee -a $OUT/gpu.log;
+        timeout 200 python3 -m pytest tests/gpu -q -m 'not integration' 2>&1 | tee $OUT/tests.log",
+        carry=[".gpu-carry"], timeout_s=580)
 
 ``--device cpu --pairs 30 --repeats 1`` runs the same code on a CPU in about 2 minutes (a smoke
 test of this script, not a figure).

@@ -61,6 +61,13 @@ def test_float32_pipeline_gives_the_cpu_vectors_with_and_without_graphs(tiny_mod
     assert one.graphs is not None and one.graphs.enabled and one.graphs.graphs  # captured, not fallen back
 
 
+def test_encode_on_cuda_tokenizes_on_several_threads_and_gives_the_cpu_vectors(tiny_model_dir: Path) -> None:
+    cpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32", backend="torch")
+    gpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cuda", precision="float32")
+    texts = [f"{SENTENCES[i % 4]} {i}" for i in range(9000)]  # three chunks of the threads' tokenizing
+    np.testing.assert_allclose(gpu.encode(texts), cpu.encode(texts), atol=1e-4)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_variable_length_attention_matches_padded_blocks(tiny_model_dir: Path, dtype: torch.dtype) -> None:
     gpu = SentenceEncoder.from_pretrained(tiny_model_dir, device="cuda", precision="float32")
