@@ -61,23 +61,32 @@ def tokenizer(request: pytest.FixtureRequest, tiny_model_dir: Path) -> Any:
 
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("split_special_tokens", [False, True])
-@pytest.mark.parametrize("max_length", [6, 512])
+@pytest.mark.parametrize("max_length", [6, 512, None])
 def test_the_ids_are_transformers_ids(
-    tokenizer: Any, side: str, split_special_tokens: bool, max_length: int
+    tokenizer: Any, side: str, split_special_tokens: bool, max_length: int | None
 ) -> None:
     tokenizer.truncation_side = side
     tokenizer.split_special_tokens = split_special_tokens
-    expected = tokenizer(TEXTS, truncation=True, max_length=max_length, padding=False)
+    cut = {"truncation": True, "max_length": max_length} if max_length else {"truncation": False}
+    expected = tokenizer(TEXTS, padding=False, verbose=False, **cut)
     ids, truncated = BatchTokenizer(tokenizer, max_length)(TEXTS)
     assert ids == expected["input_ids"]
     assert truncated == sum(1 for encoding in expected.encodings if encoding.overflowing)
     assert (truncated > 0) == (max_length == 6)
 
 
+def test_counts_and_prompt_lengths_are_transformers_counts(tiny_model_dir: Path) -> None:
+    module = Transformer.load(tiny_model_dir, max_seq_length=16)
+    whole = module.tokenizer(TEXTS, truncation=False, verbose=False)["input_ids"]
+    assert module.token_counts(TEXTS) == [len(row) for row in whole]
+    assert max(module.token_counts(TEXTS)) > 16  # not cut to max_seq_length
+    assert module.prompt_length("query: ") == len(module.tokenizer(["query: "])["input_ids"][0]) - 1
+
+
 def test_a_changed_setting_builds_a_new_copy(tiny_model_dir: Path) -> None:
     module = Transformer.load(tiny_model_dir)
-    first = module._batch_tokenizer()
-    assert first is not None and module._batch_tokenizer() is first
+    first = module._batch_tokenizer(module.max_seq_length)
+    assert first is not None and module._batch_tokenizer(module.max_seq_length) is first
     module.max_seq_length = 5
     assert (
         module.tokenize(["guitar " * 20]).ids[0]
@@ -126,7 +135,7 @@ def test_a_tokenizer_with_a_python_step_keeps_transformers_call(tiny_model_dir: 
         BatchTokenizer(stepped, 8)
     module = Transformer.load(tiny_model_dir)
     module.tokenizer = stepped
-    assert module._batch_tokenizer() is None
+    assert module._batch_tokenizer(module.max_seq_length) is None
     assert (
         module.tokenize(TEXTS).ids
         == stepped(TEXTS, truncation=True, max_length=module.max_seq_length)["input_ids"]

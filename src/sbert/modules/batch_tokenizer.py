@@ -25,7 +25,8 @@ class BatchTokenizer:
     Args:
         tokenizer: A fast tokenizer whose class encodes through the Rust backend alone
             (:meth:`supports`).
-        max_length: Longer texts are truncated to this many tokens (special tokens included).
+        max_length: Longer texts are truncated to this many tokens (special tokens included);
+            ``None``: never truncated.
 
     Examples:
         >>> from sbert import SentenceEncoder
@@ -35,13 +36,16 @@ class BatchTokenizer:
         (True, 8, 1)
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, max_length: int) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, max_length: int | None) -> None:
         if not self.supports(tokenizer):
             raise ValueError(f"{type(tokenizer).__name__} encodes in Python too; use its own call")
         backend: Any = copy.deepcopy(tokenizer.backend_tokenizer)
         backend.no_padding()
         side, split_special_tokens = _settings(tokenizer)
-        backend.enable_truncation(max_length, stride=0, strategy="longest_first", direction=side)
+        if max_length is None:
+            backend.no_truncation()
+        else:
+            backend.enable_truncation(max_length, stride=0, strategy="longest_first", direction=side)
         backend.encode_special_tokens = split_special_tokens
         self.backend = backend
         self.max_length = max_length
@@ -63,12 +67,12 @@ class BatchTokenizer:
             )
         )
 
-    def configured_as(self, tokenizer: PreTrainedTokenizerBase, max_length: int) -> bool:
+    def configured_as(self, tokenizer: PreTrainedTokenizerBase, max_length: int | None) -> bool:
         """Whether this copy still encodes as ``tokenizer`` does with ``max_length`` (users change both)."""
         return max_length == self.max_length and _settings(tokenizer) == self.settings
 
     def __call__(self, texts: Sequence[str]) -> tuple[list[list[int]], int]:
-        """Token ids of each text, and how many texts were cut to ``max_length``."""
+        """Token ids of each text, and how many texts were cut to ``max_length`` (0 where ``None``)."""
         encodings = self._encode(list(texts), add_special_tokens=True)
         truncated = sum(1 for encoding in encodings if encoding.overflowing)
         return [encoding.ids for encoding in encodings], truncated

@@ -65,7 +65,7 @@ class Transformer(nn.Module):
         self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
         self.do_lower_case = do_lower_case
         self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
-        self._batch: BatchTokenizer | None = None
+        self._batch_tokenizers: dict[bool, BatchTokenizer] = {}  # by whether it truncates
 
     @classmethod
     def load(
@@ -111,9 +111,8 @@ class Transformer(nn.Module):
     def tokenize(self, texts: Sequence[str]) -> Tokenized:
         """Tokenize without padding; padding happens per batch in :meth:`collate`. Safe to call from
         several threads at once where the tokenizer encodes in Rust alone (:class:`BatchTokenizer`)."""
-        if self.do_lower_case:
-            texts = [text.lower() for text in texts]
-        batch_tokenizer = self._batch_tokenizer()
+        texts = self._cased(texts)
+        batch_tokenizer = self._batch_tokenizer(self.max_seq_length)
         if batch_tokenizer is not None:
             ids, truncated = batch_tokenizer(texts)
             return Tokenized(ids=ids, truncated=truncated)
@@ -128,24 +127,9 @@ class Transformer(nn.Module):
         truncated = sum(1 for encoding in encoded.encodings if encoding.overflowing)
         return Tokenized(ids=encoded["input_ids"], truncated=truncated)
 
-    def _batch_tokenizer(self) -> BatchTokenizer | None:
-        """The private tokenizer for the current ``max_seq_length`` (a setting users change), or
-        ``None`` where the tokenizer's class needs transformers' call."""
-        if not BatchTokenizer.supports(self.tokenizer):
-            return None
-        built = self._batch
-        if built is None or not built.configured_as(self.tokenizer, self.max_seq_length):
-            built = BatchTokenizer(self.tokenizer, self.max_seq_length)
-            self._batch = built  # threads may race to build one: harmless, each is complete
-        return built
-
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text before truncation, special tokens included."""
-        if self.do_lower_case:
-            texts = [text.lower() for text in texts]
-        options = {"truncation": False, "return_attention_mask": False, "return_token_type_ids": False}
-        ids = self.tokenizer(list(texts), verbose=False, **options)["input_ids"]
-        return [len(row) for row in ids]
+        return [len(row) for row in self._whole_ids(self._cased(texts))]
 
     def prompt_length(self, prompt: str) -> int:
         """The tokens a prompt puts before a sentence: its own tokens with the leading special token,
@@ -154,13 +138,35 @@ class Transformer(nn.Module):
         Raises:
             ValueError: the prompt alone fills ``max_seq_length``: no sentence would fit after it.
         """
-        text = prompt.lower() if self.do_lower_case else prompt
-        ids = self.tokenizer([text], truncation=False, verbose=False)["input_ids"][0]
+        ids = self._whole_ids(self._cased([prompt]))[0]
         if len(ids) >= self.max_seq_length:
             raise ValueError(
                 f"the prompt {prompt!r} alone is {len(ids)} tokens, and max_seq_length is {self.max_seq_length}"
             )
         return len(ids) - (1 if ids and ids[-1] in self.tokenizer.all_special_ids else 0)
+
+    def _cased(self, texts: Sequence[str]) -> Sequence[str]:
+        return [text.lower() for text in texts] if self.do_lower_case else texts
+
+    def _whole_ids(self, texts: Sequence[str]) -> Sequence[Sequence[int]]:
+        """Token ids without truncation (counts the server checks on every request, prompts)."""
+        batch_tokenizer = self._batch_tokenizer(None)
+        if batch_tokenizer is not None:
+            return batch_tokenizer(texts)[0]
+        options = {"truncation": False, "return_attention_mask": False, "return_token_type_ids": False}
+        return self.tokenizer(list(texts), verbose=False, **options)["input_ids"]
+
+    def _batch_tokenizer(self, max_length: int | None) -> BatchTokenizer | None:
+        """The private tokenizer that cuts to ``max_length`` (``None``: never), built again when a
+        setting it copied changes (users set ``max_seq_length``), or ``None`` where the tokenizer's
+        class needs transformers' call."""
+        if not BatchTokenizer.supports(self.tokenizer):
+            return None
+        built = self._batch_tokenizers.get(max_length is None)
+        if built is None or not built.configured_as(self.tokenizer, max_length):
+            built = BatchTokenizer(self.tokenizer, max_length)
+            self._batch_tokenizers[max_length is None] = built  # threads may race to build: harmless
+        return built
 
     def collate(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """Pad a batch only to its longest member: ``input_ids`` and ``attention_mask``, (batch, seq)."""
