@@ -15,8 +15,8 @@ from typing import Any
 
 from experiments.cache import settings_key
 from sbert.options import Recipe
+from sbert.training.output_dir import CHECKPOINT_DIR
 from sbert.training.recipes import RecipeConfig, train_recipe
-from sbert.training.trainer import CHECKPOINT_DIR
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "sbert.truncation", "sbert.hub", "sbert.resources"),
     ("sbert.data",),
     ("sbert.modules", "sbert.model_checks", "sbert.model_io", "sbert.loading", "sbert.inference", "sbert.encoder", "sbert.router", "sbert.identity", "sbert.static",
-     "sbert.cross_encoder", "sbert.encode_output", "sbert.st_surface"),
+     "sbert.cross_encoder", "sbert.encode_output", "sbert.encode_prompts", "sbert.st_surface"),
     ("sbert.losses",),
     ("sbert.applications.search", "sbert.store", "sbert.index"),
     ("sbert.evaluation",),

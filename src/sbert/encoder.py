@@ -6,25 +6,21 @@ module), and at inference a sentence goes through alone to give its fixed-size v
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from sbert.encode_output import EncodeOutput, check_devices, token_embeddings
+from sbert.encode_prompts import PromptMethods
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.inference.cpu import CpuCapabilities, this_cpu
-from sbert.inference.cuda_pipeline import CudaPipeline
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest
 from sbert.inference.planning import Planning
-from sbert.inference.runner import RunOptions
-from sbert.inference.runners import Runners, after_pooling, evaluating
+from sbert.inference.runners import Runners, after_pooling
 from sbert.inference.steps import check_finite, prompt_length, run_options
 from sbert.inputs import as_texts, check_count, valid_utf8
 from sbert.loading import load
@@ -33,22 +29,21 @@ from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
 from sbert.prompts import Prompts
 from sbert.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
 
-logger = logging.getLogger("sbert")
-
 # Inputs at least this long get a progress bar by default; shorter ones finish before it would help.
 PROGRESS_BAR_MIN_SENTENCES = 1000
 
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
 
 
-class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass=LoadsByName):
+class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Module, metaclass=LoadsByName):
     """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
     ``modules.json`` lists them.
 
     ``sbert.SentenceTransformer`` is this class: built from a name or path (``SentenceEncoder(
     "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
     :meth:`from_pretrained` does, and it has sentence-transformers' methods
-    (:class:`~sbert.st_surface.SentenceTransformerMethods`).
+    (:class:`~sbert.st_surface.SentenceTransformerMethods`; ``encode_query`` and ``encode_document``:
+    :class:`~sbert.encode_prompts.PromptMethods`).
 
     Args:
         transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
@@ -240,18 +235,6 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
         except TypeError:  # lone surrogates, replaced as token_ids() replaces them
             return self.input_module.token_counts([valid_utf8(s) for s in sentences])
 
-    def with_prompt(
-        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
-    ) -> tuple[list[str], int]:
-        """The sentences with the prompt before each (:attr:`prompts`: ``prompt``, else the one named
-        ``prompt_name``, else the model's default), and the prompt's length in tokens (0: none; a
-        static model always averages the prompt's tokens too)."""
-        text = self.prompts.resolve(prompt_name, prompt)
-        if not text:
-            return list(sentences), 0
-        length = self.input_module.prompt_length(valid_utf8(text))
-        return [text + sentence for sentence in sentences], length
-
     def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """:meth:`forward`'s input for tokenized sentences, on the model's device (what losses call)."""
         features = self.input_module.collate(token_ids)  # (batch, longest) each; static: flat
@@ -384,79 +367,6 @@ class SentenceEncoder(SentenceTransformerMethods, Planning, nn.Module, metaclass
             plan, embeddings = self._run(plan, texts, options, show_progress_bar)
         check_finite(embeddings, plan)
         return output.finish(embeddings, single)
-
-    def _run(
-        self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool
-    ) -> tuple[EnginePlan, Tensor]:
-        """Vectors (n, dim) of the prompted texts by the runner the plan names, and the plan that ran."""
-        plan, runner = self._runner(plan, options.pack)
-        truncated: list[int] = []  # appended to from the GPU pipeline's tokenizing threads
-
-        def ids_of(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
-            tokens = self.token_ids(chunk)
-            truncated.append(tokens.truncated)
-            return tokens.ids
-
-        bar = tqdm(total=len(texts), desc="Encoding", unit="sentence", disable=not show_progress_bar)
-        try:
-            if isinstance(runner, CudaPipeline):  # it tokenizes a chunk ahead while the device runs
-                with evaluating([self.input_module, self.pooling, *self.layers]):  # its padded fallback
-                    embeddings = runner.run_texts(texts, ids_of, options, bar.update)
-            else:
-                embeddings = runner.run(ids_of(texts), options, bar.update)
-        finally:
-            bar.close()
-        if sum(truncated):
-            logger.warning(
-                "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
-                sum(truncated),
-                len(texts),
-                self.max_seq_length,
-            )
-        return plan, embeddings
-
-    def encode_query(
-        self,
-        sentences: str | Iterable[str],
-        prompt_name: str | None = None,
-        prompt: str | None = None,
-        **options: Any,
-    ) -> np.ndarray | Tensor:
-        """:meth:`encode` for search queries, with :meth:`query_prompt` and ``task="query"``.
-
-        Examples:
-            >>> model = SentenceEncoder.from_pretrained()
-            >>> model.encode_query("how do I play the guitar?").shape
-            (384,)
-        """
-        return self.encode(sentences, prompt=self.query_prompt(prompt_name, prompt), task="query", **options)
-
-    def encode_document(
-        self,
-        sentences: str | Iterable[str],
-        prompt_name: str | None = None,
-        prompt: str | None = None,
-        **options: Any,
-    ) -> np.ndarray | Tensor:
-        """:meth:`encode` for the passages a search finds, with :meth:`document_prompt` and
-        ``task="document"``."""
-        return self.encode(
-            sentences, prompt=self.document_prompt(prompt_name, prompt), task="document", **options
-        )
-
-    def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
-        """The text :meth:`encode_query` puts before each sentence: ``prompt``, else the prompt
-        named ``prompt_name``, else the model's ``query`` prompt, else its default prompt."""
-        if prompt_name is None and prompt is None:
-            prompt_name = self.prompts.query_name()
-        return self.prompts.resolve(prompt_name, prompt)
-
-    def document_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
-        """The text :meth:`encode_document` puts before each sentence: as :meth:`query_prompt`,
-        with the model's ``document``, ``passage`` or ``corpus`` prompt (the first it has)."""
-        if prompt_name is None and prompt is None:
-            prompt_name = self.prompts.document_name()
-        return self.prompts.resolve(prompt_name, prompt)
 
     def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's

@@ -1,16 +1,21 @@
 """What ``encode()`` runs on a model: the compute precision and backend asked for, the plan made from
-them once per device and CPU (:mod:`sbert.inference.plan`), and the runner that plan names, with the
-next-best plan where a runner fails. :class:`~sbert.SentenceEncoder` has these through :class:`Planning`.
+them once per device and CPU (:mod:`sbert.inference.plan`), the runner that plan names, with the
+next-best plan where a runner fails, and the run of the prompted texts through it.
+:class:`~sbert.SentenceEncoder` has these through :class:`Planning`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
 
 from sbert.inference.cpu import CpuCapabilities
+from sbert.inference.cuda_pipeline import CudaPipeline
 from sbert.inference.packing import packable
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
 from sbert.inference.precision import (
@@ -20,11 +25,13 @@ from sbert.inference.precision import (
     check_precision,
     warn_once,
 )
-from sbert.inference.runner import Runner
-from sbert.inference.runners import RunnerFailed, Runners
+from sbert.inference.runner import Runner, RunOptions
+from sbert.inference.runners import RunnerFailed, Runners, evaluating
 
 if TYPE_CHECKING:
-    from sbert.modules import Pooling, StaticEmbedding, Transformer
+    from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
+
+logger = logging.getLogger("sbert")
 
 
 class Planning:
@@ -37,6 +44,7 @@ class Planning:
     name: str
     input_module: Transformer | StaticEmbedding
     pooling: Pooling
+    layers: nn.ModuleList
     runners: Runners
     cpu_capabilities: CpuCapabilities
     calibration_sentences: Sequence[str] | None
@@ -52,6 +60,11 @@ class Planning:
 
         @property
         def device(self) -> torch.device: ...
+
+        @property
+        def max_seq_length(self) -> int: ...
+
+        def token_ids(self, sentences: Sequence[str]) -> Tokenized: ...
 
     @property
     def requested_precision(self) -> ComputePrecision:
@@ -159,3 +172,33 @@ class Planning:
                 self._failures.append(failed.failure)
                 self._plans.clear()
                 plan = self.plan_for(plan.requested_precision, plan.requested_backend)
+
+    def _run(
+        self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool
+    ) -> tuple[EnginePlan, Tensor]:
+        """Vectors (n, dim) of the prompted texts by the runner the plan names, and the plan that ran."""
+        plan, runner = self._runner(plan, options.pack)
+        truncated: list[int] = []  # appended to from the GPU pipeline's tokenizing threads
+
+        def ids_of(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
+            tokens = self.token_ids(chunk)
+            truncated.append(tokens.truncated)
+            return tokens.ids
+
+        bar = tqdm(total=len(texts), desc="Encoding", unit="sentence", disable=not show_progress_bar)
+        try:
+            if isinstance(runner, CudaPipeline):  # it tokenizes a chunk ahead while the device runs
+                with evaluating([self.input_module, self.pooling, *self.layers]):  # its padded fallback
+                    embeddings = runner.run_texts(texts, ids_of, options, bar.update)
+            else:
+                embeddings = runner.run(ids_of(texts), options, bar.update)
+        finally:
+            bar.close()
+        if sum(truncated):
+            logger.warning(
+                "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
+                sum(truncated),
+                len(texts),
+                self.max_seq_length,
+            )
+        return plan, embeddings

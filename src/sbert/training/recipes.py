@@ -65,13 +65,8 @@ from sbert.options import (
     choice,
 )
 from sbert.training.config import TrainingConfig
-from sbert.training.trainer import (
-    CHECKPOINT_DIR,
-    Trainer,
-    TrainingResult,
-    claim_training_output,
-    seed_everything,
-)
+from sbert.training.output_dir import CHECKPOINT_DIR, claim_training_output
+from sbert.training.trainer import Trainer, TrainingResult, seed_everything
 
 logger = logging.getLogger("sbert")
 

@@ -24,15 +24,11 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import shutil
-import signal
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -53,45 +49,26 @@ from sbert.distributed import (
     rank_share,
     step_seed,
 )
-from sbert.files import staging_dir
-from sbert.model_io import replace_dir
-from sbert.outputs import MODEL, OutputKind, claim_output
 from sbert.training.autocast import training_autocast
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
+from sbert.training.dev_evaluation import evaluate_during_training
 from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
 from sbert.training.log import TrainingLog, plot_training_curve
+from sbert.training.output_dir import (
+    CHECKPOINT_DIR,
+    LOG_FILE,
+    PLOT_FILE,
+    claim_training_output,
+    save_model_into,
+)
 from sbert.training.schedule import build_optimizer, build_scheduler
 from sbert.training.seeding import seed_everything
 from sbert.training.state import TrainerState, TrainingResult
+from sbert.training.stop_signals import StopSignals
 
 logger = logging.getLogger("sbert")
-
-CHECKPOINT_DIR = "checkpoint"
-LOG_FILE = "training_log.jsonl"
-PLOT_FILE = "training_curve.png"
-
-
-def _is_training_output(folder: Path) -> bool:
-    """A folder a training run writes: a model, its log, checkpoint or scores; a two-stage recipe's
-    folder may hold only its first stage (``nli/``) so far."""
-    markers = (LOG_FILE, CHECKPOINT_DIR, "results.json", "config.json")
-    if MODEL.recognise(folder) or any((folder / name).exists() for name in markers):
-        return True
-    return (folder / "nli").is_dir() and _is_training_output(folder / "nli")
-
-
-# A run writes its folder in place, entry by entry: files of the user's there are left alone.
-TRAINING = OutputKind("training run", recognise=_is_training_output)
-
-
-def claim_training_output(output: str | Path) -> AbstractContextManager[Path]:
-    """:func:`~sbert.outputs.claim_output` for a training run, by the main process only (the others
-    of a distributed run write into the same folder)."""
-    if os.environ.get("RANK", "0") != "0":
-        return nullcontext(Path(output))
-    return claim_output(output, TRAINING)
 
 
 class Trainer:
@@ -163,7 +140,7 @@ class Trainer:
         self.steps_per_epoch = batches_per_epoch(len(self.examples), self.config.batch_size, self.world_size)
         self.total_steps = self.steps_per_epoch * self.config.epochs
         self.is_main = self.run is None or self.run.is_main
-        self._stop_requested = False
+        self._stop = StopSignals(self._peer_error if self.run else None)
         self._start_norm = math.nan
 
     @property
@@ -206,7 +183,7 @@ class Trainer:
             disable=not (config.show_progress_bar and self.is_main),
         )
         running: list[float] = []
-        previous_handlers = self._install_interrupt_handler()
+        self._stop.install()
         try:
             for epoch in range(self.state.epoch, config.epochs):
                 batches = epoch_batches(
@@ -224,7 +201,7 @@ class Trainer:
                     self._after_step(running, optimizer, scheduler)
                     for callback in self.callbacks:
                         callback(self.state)
-                    if self._stop_requested:
+                    if self._stop.requested:
                         if self.is_main:
                             self._save_checkpoint(optimizer, scheduler)
                             logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
@@ -238,8 +215,7 @@ class Trainer:
             raise self._peer_error(str(error).strip().splitlines()[0]) from error
         finally:
             bar.close()
-            for signum, handler in previous_handlers.items():
-                signal.signal(signum, handler)
+            self._stop.restore()
             self.objective.eval()
         self._finish()
         return self._result(started, interrupted=False)
@@ -263,7 +239,7 @@ class Trainer:
         if run is not None:
             replicated = bool(getattr(self.objective, "replicated_loss", False))
             weight, scale = loss_weights(len(share), len(batch), run.world_size, replicated)
-            value, self._stop_requested = agree(value * weight, self._stop_requested, loss.device)
+            value, self._stop.requested = agree(value * weight, self._stop.requested, loss.device)
         if not math.isfinite(value):
             raise TrainingDivergedError(
                 self._divergence_message(f"the loss is {value}", self.state.global_step + 1)
@@ -296,26 +272,9 @@ class Trainer:
         assert self.evaluator is not None and self.metric is not None
         if not self.is_main:
             return
-        model: Any = self.objective.model
-        # The weights change between evaluations, so a compiled OpenVINO engine would be rebuilt
-        # each time (seconds) to save less than that: evaluate on PyTorch unless asked otherwise.
-        # Without a progress bar for training, none for the evaluations either.
-        asked = getattr(model, "requested_backend", None)
-        bars = getattr(self.evaluator, "show_progress_bar", None)
-        if asked == "auto":
-            model.requested_backend = "torch"
-        if not self.config.show_progress_bar and hasattr(self.evaluator, "show_progress_bar"):
-            self.evaluator.show_progress_bar = False  # type: ignore[attr-defined]
-        try:
-            scores = self.evaluator(model)
-        finally:
-            if asked == "auto":
-                model.requested_backend = asked
-            if hasattr(self.evaluator, "show_progress_bar"):
-                self.evaluator.show_progress_bar = bars  # type: ignore[attr-defined]
-        if self.metric not in scores:
-            raise KeyError(f"the evaluator returned no {self.metric!r} (keys: {', '.join(scores)})")
-        score = float(scores[self.metric])
+        scores, score = evaluate_during_training(
+            self.evaluator, self.objective.model, self.metric, self.config.show_progress_bar
+        )
         step = self.state.global_step
         self.state.dev_scores.append({"step": step, self.metric: score})
         improved = self.state.best_score is None or score > self.state.best_score
@@ -330,24 +289,8 @@ class Trainer:
         return bool(self.state.dev_scores) and self.state.dev_scores[-1]["step"] == step
 
     def _save_model(self) -> None:
-        """Save the model into ``output_dir`` beside the log and checkpoint, entry by entry.
-
-        ``model.save`` replaces a whole directory, so it writes to a staging folder first; each of its
-        files and folders then replaces its counterpart in ``output_dir`` by a rename.
-        """
         self._check_weights()
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        staging = staging_dir(self.output_dir / "model")
-        try:
-            model: Any = self.objective.model
-            model.save(staging / "model")
-            for entry in (staging / "model").iterdir():
-                if entry.is_dir():
-                    replace_dir(entry, self.output_dir / entry.name)
-                else:
-                    os.replace(entry, self.output_dir / entry.name)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        save_model_into(self.objective.model, self.output_dir)
 
     def _save_checkpoint(self, optimizer: Any, scheduler: Any) -> None:
         self._check_weights()
@@ -433,25 +376,6 @@ class Trainer:
             f"{label}: stopped at step {self.state.global_step + 1}: {cause}; "
             f"{checkpoint_note(self.checkpoint_dir)}"
         )
-
-    def _install_interrupt_handler(self) -> dict[int, Any]:
-        """Ctrl-C: checkpoint after this step. Under torchrun, SIGTERM means another rank ended."""
-
-        def request_stop(signum: int, frame: FrameType | None) -> None:
-            self._stop_requested = True
-            if self.run is None:  # under torchrun a second SIGINT comes from the agent, not the user
-                logger.warning("Ctrl-C: saving a checkpoint after this step (press again to abort at once)")
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-
-        def peer_lost(signum: int, frame: FrameType | None) -> None:
-            raise self._peer_error("another process of the run ended and torchrun stopped this one")
-
-        self._stop_requested = False
-        handlers = {signal.SIGINT: request_stop} | ({signal.SIGTERM: peer_lost} if self.run else {})
-        try:
-            return {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
-        except ValueError:  # not the main thread: leave the signals alone
-            return {}
 
     def _result(self, started: float, interrupted: bool) -> TrainingResult:
         return TrainingResult(

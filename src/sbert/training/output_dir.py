@@ -1,0 +1,68 @@
+"""The folder a training run writes: the model, saved into it entry by entry, beside
+``training_log.jsonl``, ``training_curve.png`` and, while the run is unfinished, ``checkpoint/``;
+and the output rule's kind for it (:mod:`sbert.outputs`), which a run claims before it writes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from sbert.files import staging_dir
+from sbert.model_io import replace_dir
+from sbert.outputs import MODEL, OutputKind, claim_output
+
+CHECKPOINT_DIR = "checkpoint"
+LOG_FILE = "training_log.jsonl"
+PLOT_FILE = "training_curve.png"
+
+
+def _is_training_output(folder: Path) -> bool:
+    """A folder a training run writes: a model, its log, checkpoint or scores; a two-stage recipe's
+    folder may hold only its first stage (``nli/``) so far."""
+    markers = (LOG_FILE, CHECKPOINT_DIR, "results.json", "config.json")
+    if MODEL.recognise(folder) or any((folder / name).exists() for name in markers):
+        return True
+    return (folder / "nli").is_dir() and _is_training_output(folder / "nli")
+
+
+# A run writes its folder in place, entry by entry: files of the user's there are left alone.
+TRAINING = OutputKind("training run", recognise=_is_training_output)
+
+
+def claim_training_output(output: str | Path) -> AbstractContextManager[Path]:
+    """:func:`~sbert.outputs.claim_output` for a training run, by the main process only (the others
+    of a distributed run write into the same folder).
+
+    Examples:
+        >>> with claim_training_output("out/run") as folder:
+        ...     folder.mkdir(parents=True, exist_ok=True)
+        ...     _ = (folder / LOG_FILE).write_text("", encoding="utf-8")
+        >>> TRAINING.recognise(folder)
+        True
+    """
+    if os.environ.get("RANK", "0") != "0":
+        return nullcontext(Path(output))
+    return claim_output(output, TRAINING)
+
+
+def save_model_into(model: Any, output_dir: Path) -> None:
+    """Save ``model`` into ``output_dir`` beside the log and checkpoint, entry by entry.
+
+    ``model.save`` replaces a whole directory, so it writes to a staging folder first; each of its
+    files and folders then replaces its counterpart in ``output_dir`` by a rename.
+    """
+    output_dir.mkdir(parents=True, exist_ok=True)
+    staging = staging_dir(output_dir / "model")
+    try:
+        model.save(staging / "model")
+        for entry in (staging / "model").iterdir():
+            if entry.is_dir():
+                replace_dir(entry, output_dir / entry.name)
+            else:
+                os.replace(entry, output_dir / entry.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
