@@ -2,12 +2,15 @@
 safe from several threads at once, and without the per-call Python work.
 
 transformers' ``tokenizer(texts, truncation=True, max_length=n)`` reconfigures the Rust tokenizer it
-shares (truncation, padding, special-token splitting) before encoding; a second thread encoding
-through it meanwhile fails ("Already borrowed"), and the configuration, offsets and ``BatchEncoding``
-cost more than the encoding itself for short sentences. A :class:`BatchTokenizer` holds its own copy,
-configured once and never changed, and encodes without offsets: 16.5k → 25k sentences/s on one core
-of an AMD EPYC (STSb test, all-MiniLM-L6-v2's tokenizer, 2026-11-26), and its threads scale with the
-cores, which the GPU pipeline needs (:meth:`~sbert.inference.cuda_pipeline.CudaPipeline.run_texts`).
+shares (truncation, padding, special-token splitting) before encoding, so a call running meanwhile
+in another thread may encode with the other's settings: ids cut where they should not be, or not
+cut where they should, without an error (14 of 60 concurrent calls here; the server counts tokens
+while a batch encodes). And the configuration, offsets and ``BatchEncoding`` cost as much as the
+encoding itself for short sentences. A :class:`BatchTokenizer` holds its own copy,
+configured once and never changed, and encodes without offsets: 12.0k → 24.5k sentences/s on one
+thread, 43.8k on two (AMD EPYC, 2 cores, STSb test ×8, all-MiniLM-L6-v2's tokenizer, 2026-11-26,
+``benchmarks/tokenizing.py``); its threads scale with the cores, which the GPU pipeline needs
+(:meth:`~sbert.inference.cuda_pipeline.CudaPipeline.run_texts`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Dynamic batching: concurrent requests merged into one encode() call, packed or in length-sorted batches.
 
-One worker thread owns the model (and its tokenizer: the Rust tokenizer fails with "Already borrowed"
-when two threads use it at once). Callers put jobs on a bounded queue and get a
+One worker thread owns the model (token counts read beside it go through private copies of the
+tokenizer: :class:`~sbert.modules.batch_tokenizer.BatchTokenizer`). Callers put jobs on a bounded queue and get a
 :class:`concurrent.futures.Future` back; an asyncio server awaits it with ``asyncio.wrap_future``, so
 the event loop never runs the model. The worker takes the oldest job and every embedding job queued
 behind it, up to ``parallel_batches × max_batch_size`` sentences, and encodes them in one
