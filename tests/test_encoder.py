@@ -321,3 +321,19 @@ def test_a_training_submodule_does_not_bring_dropout_into_encode(tiny_encoder: S
     assert tiny_encoder.transformer.model.config.hidden_dropout_prob > 0
     np.testing.assert_allclose(tiny_encoder.encode(SENTENCES), expected, atol=1e-6, rtol=0)
     tiny_encoder.transformer.eval()
+
+
+@pytest.mark.parametrize("backend", BACKENDS_HERE)
+def test_a_model_that_has_encoded_can_be_pickled_and_deep_copied(
+    tiny_encoder: SentenceEncoder, backend: str
+) -> None:
+    # What the runners built (OpenVINO's compiled requests among them) is left behind and built again:
+    # a model that has encoded is still shipped to a Ray worker, or copied as a distillation teacher.
+    import copy
+    import pickle
+
+    tiny_encoder.requested_backend = backend
+    expected = tiny_encoder.encode(SENTENCES, compute_precision="float32")
+    for copied in (pickle.loads(pickle.dumps(tiny_encoder)), copy.deepcopy(tiny_encoder)):
+        assert copied.runners.input_module is copied.input_module is not tiny_encoder.input_module
+        np.testing.assert_allclose(copied.encode(SENTENCES, compute_precision="float32"), expected, atol=1e-6)

@@ -164,6 +164,12 @@ class Runners:
         self.openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like fast
         self.pipeline: tuple[tuple[object, ...], CudaPipeline] | None = None  # by precision and weights
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled or deep-copied without what it built: every one is a cache, built again on first
+        use, and OpenVINO's compiled requests cannot be copied (a model that had encoded could not
+        be shipped to a Ray worker or ``copy.deepcopy``-ed)."""
+        return self.__dict__ | {"fast": None, "openvino": {}, "pipeline": None}
+
     def select(
         self, plan: EnginePlan, name: str, calibration: Sequence[str] | None = None, pack: bool = False
     ) -> Runner:
