@@ -98,6 +98,11 @@ def test_a_changed_setting_builds_a_new_copy(tiny_model_dir: Path) -> None:
     left = module.tokenize(text).ids[0]
     assert left != right  # the copy follows the new side, as transformers' call does
     assert left == module.tokenizer(text, truncation=True, max_length=5)["input_ids"][0]
+    module.tokenizer.add_tokens(["guitarpark"])  # a copy made before would split the new token
+    added = ["the guitarpark"]
+    assert module.tokenize(added).ids == module.tokenizer(added, truncation=True, max_length=5)["input_ids"]
+    module.tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)  # another tokenizer altogether
+    assert module.tokenize(added).ids == module.tokenizer(added, truncation=True, max_length=5)["input_ids"]
 
 
 def concurrent_results(module: Transformer, texts: list[str], calls: int) -> list[tuple[str, list[int]]]:

@@ -44,7 +44,7 @@ class BatchTokenizer:
             raise ValueError(f"{type(tokenizer).__name__} encodes in Python too; use its own call")
         backend: Any = copy.deepcopy(tokenizer.backend_tokenizer)
         backend.no_padding()
-        side, split_special_tokens = _settings(tokenizer)
+        side, split_special_tokens, _ = _settings(tokenizer)
         if max_length is None:
             backend.no_truncation()
         else:
@@ -52,7 +52,7 @@ class BatchTokenizer:
         backend.encode_special_tokens = split_special_tokens
         self.backend = backend
         self.max_length = max_length
-        self.settings = _settings(tokenizer)
+        self.source, self.settings = tokenizer, _settings(tokenizer)
         # Without offsets where this tokenizers release has it (0.20 and later).
         self._encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
 
@@ -71,8 +71,14 @@ class BatchTokenizer:
         )
 
     def configured_as(self, tokenizer: PreTrainedTokenizerBase, max_length: int | None) -> bool:
-        """Whether this copy still encodes as ``tokenizer`` does with ``max_length`` (users change both)."""
-        return max_length == self.max_length and _settings(tokenizer) == self.settings
+        """Whether this copy still encodes as ``tokenizer`` does with ``max_length``: users change
+        the length, the truncation side, and add tokens (a copy made before ``add_tokens`` would
+        split them)."""
+        return (
+            tokenizer is self.source
+            and max_length == self.max_length
+            and _settings(tokenizer) == self.settings
+        )
 
     def __call__(self, texts: Sequence[str]) -> tuple[list[list[int]], int]:
         """Token ids of each text, and how many texts were cut to ``max_length`` (0 where ``None``)."""
@@ -81,6 +87,8 @@ class BatchTokenizer:
         return [encoding.ids for encoding in encodings], truncated
 
 
-def _settings(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool]:
-    """What transformers' call reads from the tokenizer each time: truncation side, special-token splitting."""
-    return str(tokenizer.truncation_side), bool(getattr(tokenizer, "split_special_tokens", False))
+def _settings(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool, int]:
+    """What transformers' call reads from the tokenizer each time (truncation side, special-token
+    splitting), and its vocabulary's size with added tokens."""
+    split_special_tokens = bool(getattr(tokenizer, "split_special_tokens", False))
+    return str(tokenizer.truncation_side), split_special_tokens, len(tokenizer)
