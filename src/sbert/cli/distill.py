@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.outputs import MODEL, check_output
+
+    check_output(Path(args.output), MODEL)  # a refused output is said before torch loads (seconds)
     from sbert.static.fit import FitConfig
     from sbert.static.pipeline import distill_static
 
