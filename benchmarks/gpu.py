@@ -181,7 +181,6 @@ def limits(path: Path, sentences: list[str], repeats: int, device: str) -> dict[
         CudaPipeline,
         PipelineOptions,
         RunOptions,
-        tokenizing_threads,
     )
 
     model = SentenceEncoder.from_pretrained(path, device=device, backend="torch")
@@ -202,8 +201,7 @@ def limits(path: Path, sentences: list[str], repeats: int, device: str) -> dict[
         return lambda: budgeted.run_texts(sentences, tokenize, RunOptions(), lambda done: None)
 
     threaded = pipeline()
-    threads = threaded.options.tokenize_threads or tokenizing_threads()
-    out[f"tokenize_only_{threads}_threads"] = _rate(
+    out[f"tokenize_only_{threaded.tokenize_threads}_threads"] = _rate(
         lambda: list(threaded.tokenized_chunks(sentences, tokenize)), count, repeats
     )
     run = lambda: threaded.run(ids, RunOptions(), lambda done: None)  # noqa: E731

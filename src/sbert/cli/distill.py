@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,13 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sbert.outputs import MODEL, check_output
+    from sbert.outputs import MODEL, claim_output
 
-    check_output(Path(args.output), MODEL)  # a refused output is said before torch loads (seconds)
-    from sbert.static.fit import FitConfig
-    from sbert.static.pipeline import distill_static
+    with claim_output(args.output, MODEL):  # refused or locked before torch loads (seconds)
+        from sbert.static.fit import FitConfig
+        from sbert.static.pipeline import distill_static
 
-    config = FitConfig(args.epochs, args.batch_size, args.learning_rate, args.seed)
-    model = distill_static(args.teacher, args.output, args.dimensions, args.corpus, config)
+        config = FitConfig(args.epochs, args.batch_size, args.learning_rate, args.seed)
+        model = distill_static(args.teacher, args.output, args.dimensions, args.corpus, config)
     print(f"static model ({model.dim}-d) written to {args.output}", file=sys.stderr)
     return 0

@@ -149,6 +149,12 @@ class CudaPipeline:
             torch.cuda.current_stream(self.device).synchronize()  # the non-blocking copies have landed
         return torch.cat(parts) if parts else torch.empty((0, 0))
 
+    @property
+    def tokenize_threads(self) -> int:
+        """Host threads that tokenize texts (:attr:`PipelineOptions.tokenize_threads`, else
+        :func:`tokenizing_threads`)."""
+        return self.options.tokenize_threads or tokenizing_threads()
+
     def tokenized_chunks(
         self,
         texts: Sequence[str],
@@ -158,7 +164,7 @@ class CudaPipeline:
         """Each chunk's token ids, in order. One core tokenizes 12-25k short sentences a second, where
         an H100's forward pass alone runs 133k (issue 35): a chunk is cut into one piece per thread,
         and the next chunk's pieces are queued before this one is handed over."""
-        threads = self.options.tokenize_threads or tokenizing_threads()
+        threads = self.tokenize_threads
         piece = max(1, -(-chunk // threads))
 
         with ThreadPoolExecutor(threads, thread_name_prefix="sbert-tokenize") as pool:
