@@ -1,0 +1,467 @@
+"""The :class:`CrossEncoder` class: loading, scoring (sbert's and sentence-transformers' names), saving."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from sbert import __version__
+from sbert.batching import length_sorted_batches
+from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
+from sbert.cross_encoder.loading import (
+    Activation,
+    load_folder,
+    save_folder,
+    sbert_default_activation,
+    st_default_activation,
+)
+from sbert.cross_encoder.scores import activated, as_pairs, converted, ranked
+from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
+from sbert.files import replace_dir, staging_dir
+from sbert.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.inference.cpu import this_cpu
+from sbert.inference.planning import Planning
+from sbert.inference.runner import RunOptions
+from sbert.inference.runners import Runners
+from sbert.modules.transformer import default_max_seq_length
+from sbert.st_surface import ST_BACKENDS
+
+logger = logging.getLogger("sbert")
+
+_MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# sentence-transformers' constructor options that sbert takes only at their defaults.
+_ST_DEFAULTS = (
+    "cache_folder",
+    "revision",
+    "token",
+    "model_kwargs",
+    "processor_kwargs",
+    "config_kwargs",
+    "model_card_data",
+    "prompts",
+    "default_prompt_name",
+    "keep_in_fp32_modules",
+    "trust_remote_code",
+    "local_files_only",
+    "modules",
+)
+
+
+class Ranked(NamedTuple):
+    """A reranked candidate: its position in the list given, the score, and the text."""
+
+    corpus_id: int
+    score: float
+    text: str
+
+
+class _Engine:
+    """The runners' parts of a BERT classifier (:mod:`sbert.cross_encoder.engine`), kept off the
+    module tree: they share the classifier's weights, which must not be saved or moved twice."""
+
+    def __init__(self, parts: EngineParts) -> None:
+        self.parts = parts
+        self.runners = Runners(parts.transformer, parts.head, [])
+
+
+class CrossEncoder(Planning, nn.Module):
+    """One transformer reading a sentence pair, with a regression or classification head.
+
+    Built as sentence-transformers' ``CrossEncoder`` is, from a name or path, or from a loaded
+    Hugging Face model and its tokenizer (sbert's older form).
+
+    Args:
+        model_name_or_path: A local folder (sentence-transformers' CrossEncoder format, sbert's, or a
+            plain Hugging Face sequence-classification folder), a hub id ``org/name`` (needs
+            internet), or a loaded ``AutoModelForSequenceClassification``.
+        tokenizer: With a loaded model: its fast tokenizer.
+        max_seq_length: Pairs longer than this many tokens (both sentences and special tokens) are
+            cut, the longer sentence first (default: saved, else the model's limit).
+        name: What the model was loaded from, for display.
+        num_labels: Outputs of the head: 1 for regression, k for classification (default: saved,
+            else 1). A different number than saved starts a new, untrained head.
+        max_length: sentence-transformers' name of ``max_seq_length``.
+        activation_fn: Applied to the logits by :meth:`predict` (default: the saved one, else
+            sentence-transformers' default: a sigmoid for one label, the logits for k).
+        device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
+        label_names: Names of the k classes (default ``LABEL_0``, ...).
+        precision: The compute precision on the CPU, as for ``SentenceEncoder.from_pretrained``:
+            ``"auto"`` (bf16 where the CPU has it natively, else float32), ``"float32"`` (exact), ...
+        backend: ``"auto"`` (OpenVINO on the CPU when installed), ``"torch"`` or ``"openvino"``.
+
+    Examples:
+        >>> from sbert import CrossEncoder
+        >>> model = CrossEncoder.from_pretrained(num_labels=1)   # bundled weights, untrained head
+        >>> model.predict([("A man plays guitar.", "Someone makes music.")]).shape
+        (1,)
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str | Path | PreTrainedModel | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        max_seq_length: int | None = None,
+        name: str | None = None,
+        *,
+        num_labels: int | None = None,
+        max_length: int | None = None,
+        activation_fn: Activation | None = None,
+        device: str | torch.device | None = None,
+        label_names: Sequence[str] | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+        **st_options: Any,
+    ) -> None:
+        super().__init__()
+        _check_st_options(st_options, backend)
+        saved_activation = None
+        if isinstance(model_name_or_path, str | Path):
+            loaded = load_folder(resolve_model_path(model_name_or_path), num_labels, label_names)
+            model, tokenizer = loaded.model, loaded.tokenizer
+            max_seq_length = max_length or max_seq_length or loaded.max_seq_length
+            saved_activation, name = loaded.activation, name or str(model_name_or_path)
+        elif not isinstance(model_name_or_path, PreTrainedModel) or tokenizer is None:
+            raise TypeError(_constructor_error(model_name_or_path, tokenizer))
+        else:
+            model, max_seq_length = model_name_or_path, max_length or max_seq_length
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name or "unnamed"
+        self._accepts_token_types = "token_type_ids" in tokenizer.model_input_names
+        self.activation_fn: Activation = (
+            activation_fn or saved_activation or st_default_activation(self.num_labels)
+        )
+        self.activation_saved = activation_fn is not None or saved_activation is not None
+        self._max_seq_length = 0
+        parts = engine_parts(model, tokenizer, max_seq_length or default_max_seq_length(model, tokenizer))
+        self._engine = _Engine(parts) if parts is not None else None
+        self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
+        self.cpu_capabilities = this_cpu()
+        self.requested_precision, self.requested_backend = precision, backend
+        self.calibration_sentences: Sequence[str] | None = None
+        self._plans = {}
+        self._failures = []
+        self.eval()
+        if isinstance(model_name_or_path, str | Path) or device is not None:
+            self.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path | None = None,
+        num_labels: int | None = None,
+        label_names: Sequence[str] | None = None,
+        max_seq_length: int | None = None,
+        device: str | torch.device | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+    ) -> CrossEncoder:
+        """Load a cross-encoder, or start one from an encoder's weights with a new head.
+
+        As the constructor, but ``None`` is the bundled all-MiniLM-L6-v2, and a model saved without
+        an activation scores k labels as probabilities (a softmax), as sbert always has.
+
+        A new head is initialised from torch's random generator: call ``torch.manual_seed`` first
+        for a reproducible start.
+        """
+        model = cls(
+            resolve_model_path(name_or_path),
+            max_seq_length=max_seq_length,
+            name=str(name_or_path or DEFAULT_MODEL),
+            num_labels=num_labels,
+            label_names=label_names,
+            device=device,
+            precision=precision,
+            backend=backend,
+        )
+        if not model.activation_saved:
+            model.activation_fn = sbert_default_activation(model.num_labels)
+        return model
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "activation_fn":  # a plain attribute, not a submodule: it has no weights to save
+            object.__setattr__(self, name, value)
+            return
+        super().__setattr__(name, value)
+
+    @property
+    def input_module(self) -> Any:
+        """The runners' input module (:class:`~sbert.cross_encoder.engine.PairTransformer`)."""
+        return self._engine.parts.transformer if self._engine else None
+
+    @property
+    def pooling(self) -> Any:  # type: ignore[override]
+        """The classifier head in pooling's place (:class:`~sbert.cross_encoder.engine.PairHead`)."""
+        return self._engine.parts.head if self._engine else None
+
+    @property
+    def runners(self) -> Runners:  # type: ignore[override]
+        assert self._engine is not None, "only a BERT classifier runs on the engines"
+        return self._engine.runners
+
+    @property
+    def layers(self) -> Any:  # type: ignore[override]
+        return []
+
+    @property
+    def is_static(self) -> bool:
+        return False
+
+    @property
+    def max_seq_length(self) -> int:
+        """Pairs are cut to this many tokens (sentence-transformers' ``max_length`` too)."""
+        return self._max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        if not isinstance(value, int) or value < 3:
+            raise ValueError(
+                f"max_seq_length must be an int of at least 3 ([CLS] and two [SEP]), got {value!r}"
+            )
+        self._max_seq_length = value
+        if self._engine is not None:
+            self._engine.parts.transformer.max_seq_length = value
+
+    max_length = max_seq_length
+
+    @property
+    def num_labels(self) -> int:
+        return int(self.model.config.num_labels or 1)
+
+    @property
+    def config(self) -> Any:
+        """The Hugging Face model's config."""
+        return self.model.config
+
+    @property
+    def label_names(self) -> list[str]:
+        id2label: dict = self.model.config.id2label or {}
+        return [str(id2label.get(i, f"LABEL_{i}")) for i in range(self.num_labels)]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def tokenize(self, pairs: Sequence[tuple[str, str]]) -> TokenizedPairs:
+        """Token ids of ``[CLS] A [SEP] B [SEP]`` per pair, unpadded, cut to ``max_seq_length``."""
+        return tokenize_pairs(self.tokenizer, as_pairs(list(pairs))[0], self.max_seq_length)
+
+    def pad(self, ids: Sequence[Sequence[int]], token_types: Sequence[Sequence[int]]) -> dict[str, Tensor]:
+        """Pad a batch to its longest pair: ``input_ids``, ``attention_mask``, ``token_type_ids`` (batch, seq)."""
+        longest = max(len(row) for row in ids)
+        pad_id = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(ids), longest), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(ids), longest), dtype=torch.long)
+        type_ids = torch.zeros((len(ids), longest), dtype=torch.long)
+        for row, (tokens, types) in enumerate(zip(ids, token_types)):
+            input_ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+            attention_mask[row, : len(tokens)] = 1
+            type_ids[row, : len(types)] = torch.tensor(types, dtype=torch.long)
+        features = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self._accepts_token_types:
+            features["token_type_ids"] = type_ids
+        return features
+
+    def collate(self, pairs: Sequence[tuple[str, str]]) -> dict[str, Tensor]:
+        """Tokenize and pad a batch of pairs: the features :meth:`forward` takes (for training, too)."""
+        tokenized = self.tokenize(pairs)
+        return self.pad(tokenized.ids, tokenized.token_types)
+
+    def forward(self, features: dict[str, Tensor]) -> Tensor:
+        """Logits (batch, num_labels) of a padded batch, PyTorch float32; gradients flow when in
+        training mode."""
+        inputs = {key: value.to(self.device) for key, value in features.items() if key in _MODEL_INPUTS}
+        return self.model(**inputs, return_dict=True).logits
+
+    def logits(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        pack: bool = False,
+    ) -> Tensor:
+        """Raw scores (n, num_labels), float32 on the CPU, in input order, computed as :attr:`plan`
+        says on the CPU (the bi-encoder's engines) and by PyTorch float32 elsewhere.
+
+        Pairs are sorted by token length and padded per batch (or packed into rows where
+        ``pack=True`` and the plan packs), as in ``SentenceEncoder.encode``.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        pairs = as_pairs(list(pairs))[0]
+        if not pairs:
+            return torch.empty((0, self.num_labels), dtype=torch.float32)
+        tokenized = self.tokenize(pairs)
+        if show_progress_bar is None:
+            show_progress_bar = len(pairs) >= PROGRESS_BAR_MIN_SENTENCES
+        bar = tqdm(total=len(pairs), desc="Scoring pairs", unit="pair", disable=not show_progress_bar)
+        try:
+            if self._engine is not None and self.device.type == "cpu":
+                _, runner = self._runner(self.plan, pack)
+                ids = pair_ids(tokenized, self._engine.parts.transformer.model.vocab_size)
+                return runner.run(ids, RunOptions(batch_size=batch_size, pack=pack), bar.update)
+            return self._torch_logits(tokenized, batch_size, bar.update)
+        finally:
+            bar.close()
+
+    def _torch_logits(self, tokenized: TokenizedPairs, batch_size: int, progress: Any) -> Tensor:
+        """The whole Hugging Face model in float32, on padded length-sorted batches."""
+        logits = torch.empty((len(tokenized.ids), self.num_labels), dtype=torch.float32)
+        was_training = self.training
+        self.eval()
+        with torch.inference_mode():
+            for batch in length_sorted_batches(tokenized.lengths, batch_size):
+                features = self.pad(
+                    [tokenized.ids[i] for i in batch], [tokenized.token_types[i] for i in batch]
+                )
+                logits[torch.from_numpy(batch)] = self(features).float().cpu()
+                progress(len(batch))
+        self.train(was_training)
+        return logits
+
+    def predict(
+        self,
+        inputs: Sequence[tuple[str, str]] | tuple[str, str],
+        batch_size: int = 32,
+        apply_activation: bool = True,
+        show_progress_bar: bool | None = None,
+        *,
+        activation_fn: Activation | None = None,
+        apply_softmax: bool | None = False,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+    ) -> Any:
+        """Score pairs, as sentence-transformers' ``CrossEncoder.predict``; the output keeps the input order.
+
+        Args:
+            inputs: ``(sentence_a, sentence_b)`` pairs, or one pair.
+            batch_size: Pairs per forward pass.
+            apply_activation: ``False`` gives the raw logits (sbert's older switch).
+            show_progress_bar: Default: on for 1000 pairs or more.
+            activation_fn: Instead of :attr:`activation_fn` for this call.
+            apply_softmax: With k labels, a softmax over them after the activation.
+            convert_to_numpy: A numpy array (default); ``False`` gives a list of tensors.
+            convert_to_tensor: One tensor on the model's device (overrides ``convert_to_numpy``).
+
+        Returns:
+            (n,) for one label, (n, num_labels) otherwise; for one pair, its score (or k scores).
+
+        Examples:
+            >>> from sbert import CrossEncoder
+            >>> model = CrossEncoder.from_pretrained(num_labels=1)
+            >>> float(model.predict(("A man plays guitar.", "Someone makes music."))) < 1
+            True
+        """
+        pairs, single = as_pairs(inputs)
+        logits = self.logits(pairs, batch_size, show_progress_bar)
+        activation = (activation_fn or self.activation_fn) if apply_activation else None
+        scores = activated(logits, activation, apply_softmax).float()
+        return converted(scores, single, convert_to_numpy, convert_to_tensor, self.device)
+
+    def rank(
+        self,
+        query: str,
+        documents: Sequence[str],
+        top_k: int | None = None,
+        return_documents: bool = False,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        activation_fn: Activation | None = None,
+    ) -> list[dict[str, Any]]:
+        """Documents by the score of ``(query, document)``, as sentence-transformers' ``rank``:
+        ``[{"corpus_id": i, "score": s[, "text": d]}, ...]`` best first (ties: earlier first).
+
+        Needs a one-output model. Not run by the tests (a new head is untrained). Example:
+            >>> model = CrossEncoder.from_pretrained(num_labels=1)
+            >>> model.rank("music", ["a song", "a tax form"], top_k=1)  # doctest: +SKIP
+            [{'corpus_id': 0, 'score': 0.62}]
+        """
+        self._needs_one_label("rank")
+        pairs = [(query, document) for document in documents]
+        scores = self.predict(
+            pairs, batch_size, show_progress_bar=show_progress_bar, activation_fn=activation_fn
+        )
+        return ranked(scores.tolist(), documents, top_k, return_documents)
+
+    def rerank(
+        self, query: str, candidates: Sequence[str], top_k: int | None = None, batch_size: int = 32
+    ) -> list[Ranked]:
+        """Order candidates by the score of ``(query, candidate)``, best first (ties: earlier first),
+        as :class:`Ranked` tuples (sbert's form of :meth:`rank`).
+
+        Needs a one-output (regression) model. Not run by the tests: a new head is untrained, so
+        its order is random. Example:
+            >>> model = CrossEncoder.from_pretrained(num_labels=1)
+            >>> [r.corpus_id for r in model.rerank("music", ["a song", "a tax form"], top_k=1)]  # doctest: +SKIP
+            [0]
+        """
+        self._needs_one_label("rerank")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
+        scores = self.predict([(query, text) for text in candidates], batch_size=batch_size)
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [Ranked(int(i), float(scores[i]), candidates[i]) for i in order]
+
+    def _needs_one_label(self, method: str) -> None:
+        if self.num_labels != 1:
+            raise ValueError(
+                f"{method} needs a one-output model; this one has {self.num_labels} labels "
+                "(score pairs with predict instead)"
+            )
+
+    def save(self, path: str | Path) -> None:
+        """Write a Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically;
+        sentence-transformers' ``CrossEncoder`` loads it with the same activation and length limit."""
+        path = Path(path)
+        staging = staging_dir(path)
+        try:
+            settings = {
+                "sbert_version": __version__,
+                "head": "regression" if self.num_labels == 1 else "classification",
+                "num_labels": self.num_labels,
+                "label_names": self.label_names,
+                "max_seq_length": self.max_seq_length,
+            }
+            save_folder(staging, self.model, self.tokenizer, self.activation_fn, settings)
+            replace_dir(staging, path)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
+        """:meth:`save` (sentence-transformers' other name); model cards are not written."""
+        self.save(path)
+
+
+def _check_st_options(options: dict[str, Any], backend: str) -> None:
+    """sentence-transformers' options are taken at their defaults only; others name themselves."""
+    unknown = sorted(set(options) - set(_ST_DEFAULTS))
+    if unknown:
+        raise TypeError(f"CrossEncoder() got an unexpected keyword argument {unknown[0]!r}")
+    changed = sorted(key for key, value in options.items() if value not in (None, False, {}, []))
+    if changed:
+        raise ValueError(
+            f"CrossEncoder: {changed[0]}={options[changed[0]]!r} is not supported by sbert (it loads "
+            "safetensors weights from a local folder or a hub id, in float32, without remote code)"
+        )
+    if backend not in ST_BACKENDS:
+        raise ValueError(f"backend={backend!r}: sbert runs on torch or openvino (or auto), not {backend}")
+
+
+def _constructor_error(first: object, tokenizer: object) -> str:
+    if isinstance(first, PreTrainedModel):
+        return "CrossEncoder(model, tokenizer): a loaded model needs its tokenizer; or pass a name or path to load"
+    return (
+        "CrossEncoder takes a model name or path (e.g. CrossEncoder('cross-encoder/ms-marco-MiniLM-L6-v2') "
+        f"or a local folder), or a loaded model and its tokenizer, not {type(first).__name__}"
+        + ("; CrossEncoder.from_pretrained() loads the bundled model" if first is None else "")
+    )
