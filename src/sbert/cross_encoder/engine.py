@@ -117,17 +117,22 @@ class PairHead(nn.Module):
         return self.classifier(self.dropout(self.pooler(token_embeddings)))  # (batch, num_labels)
 
 
+LONE_TEXT_PARTNER = "A second sentence."
+
+
 class PairTransformer(Transformer):
     """The runners' input module for a cross-encoder: pairs in, token vectors of :class:`PairModel` out.
 
     ``tokenize`` also takes lone texts (the engines' probe and calibration sentences), read as the
-    pair ``(text, text)`` so that both segments are exercised.
+    pair ``(text, LONE_TEXT_PARTNER)`` so that both segments are exercised. Not ``(text, text)``:
+    cutting a pair of two long texts makes the tokenizer list every combination of their overflowing
+    pieces (30 s for the probe's long text at ``max_length=8``).
     """
 
     model: PairModel
 
     def tokenize(self, texts: Sequence[Any]) -> Tokenized:
-        pairs = [(item, item) if isinstance(item, str) else item for item in texts]
+        pairs = [(item, LONE_TEXT_PARTNER) if isinstance(item, str) else item for item in texts]
         tokenized = tokenize_pairs(self.tokenizer, pairs, self.max_seq_length)
         return Tokenized(pair_ids(tokenized, self.model.vocab_size), tokenized.truncated)
 
