@@ -223,3 +223,14 @@ def test_empty_input(classifier_dir: Path) -> None:
     assert model.predict([]).shape == ((0,) if model.num_labels == 1 else (0, 3))
     if model.num_labels == 1:
         assert model.rank(QUERY, []) == []
+
+
+def test_the_probe_judges_one_score_per_row_by_its_size() -> None:
+    """Cosine says nothing of a one-column output (only its sign): a graph whose scores are 3 times
+    too large must fail the probe, one 1% off must pass."""
+    from sbert.inference.probe import UnfaithfulGraph, check_probe
+
+    expected = torch.tensor([[2.0], [-1.0], [0.5]])
+    check_probe(expected, expected * 1.01, "bfloat16", "g")
+    with pytest.raises(UnfaithfulGraph, match="largest score"):
+        check_probe(expected, expected * 3, "bfloat16", "g")

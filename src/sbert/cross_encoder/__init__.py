@@ -26,6 +26,7 @@ Outputs:
 
 from sbert.cross_encoder.engine import TokenizedPairs
 from sbert.cross_encoder.loading import CONFIG_FILE
-from sbert.cross_encoder.model import CrossEncoder, Ranked
+from sbert.cross_encoder.model import CrossEncoder
+from sbert.cross_encoder.ranking import Ranked
 
 __all__ = ["CONFIG_FILE", "CrossEncoder", "Ranked", "TokenizedPairs"]

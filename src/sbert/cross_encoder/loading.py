@@ -29,6 +29,7 @@ from transformers import (
 from sbert.errors import ModelLoadError
 from sbert.model_io import read_json
 from sbert.modules.transformer import load_fast_tokenizer, quiet_transformers
+from sbert.st_surface import ST_BACKENDS
 
 logger = logging.getLogger("sbert")
 
@@ -216,3 +217,47 @@ def _check_files(path: Path) -> None:
         raise ModelLoadError(
             f"{path / 'model.safetensors'}: missing. sbert loads weights from safetensors only and never unpickles."
         )
+
+
+# sentence-transformers' constructor options that sbert takes only at their defaults.
+_ST_DEFAULTS = (
+    "cache_folder",
+    "revision",
+    "token",
+    "model_kwargs",
+    "processor_kwargs",
+    "config_kwargs",
+    "model_card_data",
+    "prompts",
+    "default_prompt_name",
+    "keep_in_fp32_modules",
+    "trust_remote_code",
+    "local_files_only",
+    "modules",
+)
+
+
+def check_st_options(options: dict[str, Any], backend: str) -> None:
+    """sentence-transformers' options are taken at their defaults only; others name themselves."""
+    unknown = sorted(set(options) - set(_ST_DEFAULTS))
+    if unknown:
+        raise TypeError(f"CrossEncoder() got an unexpected keyword argument {unknown[0]!r}")
+    changed = sorted(key for key, value in options.items() if value not in (None, False, {}, []))
+    if changed:
+        raise ValueError(
+            f"CrossEncoder: {changed[0]}={options[changed[0]]!r} is not supported by sbert (it loads "
+            "safetensors weights from a local folder or a hub id, in float32, without remote code)"
+        )
+    if backend not in ST_BACKENDS:
+        raise ValueError(f"backend={backend!r}: sbert runs on torch or openvino (or auto), not {backend}")
+
+
+def constructor_error(first: object) -> str:
+    """Why the constructor cannot build from ``first``, and what it takes."""
+    if isinstance(first, PreTrainedModel):
+        return "CrossEncoder(model, tokenizer): a loaded model needs its tokenizer; or pass a name or path to load"
+    return (
+        "CrossEncoder takes a model name or path (e.g. CrossEncoder('cross-encoder/ms-marco-MiniLM-L6-v2') "
+        f"or a local folder), or a loaded model and its tokenizer, not {type(first).__name__}"
+        + ("; CrossEncoder.from_pretrained() loads the bundled model" if first is None else "")
+    )

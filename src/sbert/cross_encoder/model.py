@@ -6,9 +6,8 @@ import logging
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
@@ -19,12 +18,15 @@ from sbert.batching import length_sorted_batches
 from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
 from sbert.cross_encoder.loading import (
     Activation,
+    check_st_options,
+    constructor_error,
     load_folder,
     save_folder,
     sbert_default_activation,
     st_default_activation,
 )
-from sbert.cross_encoder.scores import activated, as_pairs, converted, ranked
+from sbert.cross_encoder.ranking import RankMethods
+from sbert.cross_encoder.scores import activated, as_pairs, converted
 from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
 from sbert.files import replace_dir, staging_dir
 from sbert.hub import DEFAULT_MODEL, resolve_model_path
@@ -33,35 +35,10 @@ from sbert.inference.planning import Planning
 from sbert.inference.runner import RunOptions
 from sbert.inference.runners import Runners
 from sbert.modules.transformer import default_max_seq_length
-from sbert.st_surface import ST_BACKENDS
 
 logger = logging.getLogger("sbert")
 
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-# sentence-transformers' constructor options that sbert takes only at their defaults.
-_ST_DEFAULTS = (
-    "cache_folder",
-    "revision",
-    "token",
-    "model_kwargs",
-    "processor_kwargs",
-    "config_kwargs",
-    "model_card_data",
-    "prompts",
-    "default_prompt_name",
-    "keep_in_fp32_modules",
-    "trust_remote_code",
-    "local_files_only",
-    "modules",
-)
-
-
-class Ranked(NamedTuple):
-    """A reranked candidate: its position in the list given, the score, and the text."""
-
-    corpus_id: int
-    score: float
-    text: str
 
 
 class _Engine:
@@ -73,7 +50,7 @@ class _Engine:
         self.runners = Runners(parts.transformer, parts.head, [])
 
 
-class CrossEncoder(Planning, nn.Module):
+class CrossEncoder(Planning, RankMethods, nn.Module):
     """One transformer reading a sentence pair, with a regression or classification head.
 
     Built as sentence-transformers' ``CrossEncoder`` is, from a name or path, or from a loaded
@@ -122,7 +99,7 @@ class CrossEncoder(Planning, nn.Module):
         **st_options: Any,
     ) -> None:
         super().__init__()
-        _check_st_options(st_options, backend)
+        check_st_options(st_options, backend)
         saved_activation = None
         if isinstance(model_name_or_path, str | Path):
             loaded = load_folder(resolve_model_path(model_name_or_path), num_labels, label_names)
@@ -130,7 +107,7 @@ class CrossEncoder(Planning, nn.Module):
             max_seq_length = max_length or max_seq_length or loaded.max_seq_length
             saved_activation, name = loaded.activation, name or str(model_name_or_path)
         elif not isinstance(model_name_or_path, PreTrainedModel) or tokenizer is None:
-            raise TypeError(_constructor_error(model_name_or_path, tokenizer))
+            raise TypeError(constructor_error(model_name_or_path))
         else:
             model, max_seq_length = model_name_or_path, max_length or max_seq_length
         self.model = model
@@ -367,57 +344,6 @@ class CrossEncoder(Planning, nn.Module):
         scores = activated(logits, activation, apply_softmax).float()
         return converted(scores, single, convert_to_numpy, convert_to_tensor, self.device)
 
-    def rank(
-        self,
-        query: str,
-        documents: Sequence[str],
-        top_k: int | None = None,
-        return_documents: bool = False,
-        batch_size: int = 32,
-        show_progress_bar: bool | None = None,
-        activation_fn: Activation | None = None,
-    ) -> list[dict[str, Any]]:
-        """Documents by the score of ``(query, document)``, as sentence-transformers' ``rank``:
-        ``[{"corpus_id": i, "score": s[, "text": d]}, ...]`` best first (ties: earlier first).
-
-        Needs a one-output model. Not run by the tests (a new head is untrained). Example:
-            >>> model = CrossEncoder.from_pretrained(num_labels=1)
-            >>> model.rank("music", ["a song", "a tax form"], top_k=1)  # doctest: +SKIP
-            [{'corpus_id': 0, 'score': 0.62}]
-        """
-        self._needs_one_label("rank")
-        pairs = [(query, document) for document in documents]
-        scores = self.predict(
-            pairs, batch_size, show_progress_bar=show_progress_bar, activation_fn=activation_fn
-        )
-        return ranked(scores.tolist(), documents, top_k, return_documents)
-
-    def rerank(
-        self, query: str, candidates: Sequence[str], top_k: int | None = None, batch_size: int = 32
-    ) -> list[Ranked]:
-        """Order candidates by the score of ``(query, candidate)``, best first (ties: earlier first),
-        as :class:`Ranked` tuples (sbert's form of :meth:`rank`).
-
-        Needs a one-output (regression) model. Not run by the tests: a new head is untrained, so
-        its order is random. Example:
-            >>> model = CrossEncoder.from_pretrained(num_labels=1)
-            >>> [r.corpus_id for r in model.rerank("music", ["a song", "a tax form"], top_k=1)]  # doctest: +SKIP
-            [0]
-        """
-        self._needs_one_label("rerank")
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
-        scores = self.predict([(query, text) for text in candidates], batch_size=batch_size)
-        order = np.argsort(-scores, kind="stable")[:top_k]
-        return [Ranked(int(i), float(scores[i]), candidates[i]) for i in order]
-
-    def _needs_one_label(self, method: str) -> None:
-        if self.num_labels != 1:
-            raise ValueError(
-                f"{method} needs a one-output model; this one has {self.num_labels} labels "
-                "(score pairs with predict instead)"
-            )
-
     def save(self, path: str | Path) -> None:
         """Write a Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically;
         sentence-transformers' ``CrossEncoder`` loads it with the same activation and length limit."""
@@ -440,28 +366,3 @@ class CrossEncoder(Planning, nn.Module):
     def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
         """:meth:`save` (sentence-transformers' other name); model cards are not written."""
         self.save(path)
-
-
-def _check_st_options(options: dict[str, Any], backend: str) -> None:
-    """sentence-transformers' options are taken at their defaults only; others name themselves."""
-    unknown = sorted(set(options) - set(_ST_DEFAULTS))
-    if unknown:
-        raise TypeError(f"CrossEncoder() got an unexpected keyword argument {unknown[0]!r}")
-    changed = sorted(key for key, value in options.items() if value not in (None, False, {}, []))
-    if changed:
-        raise ValueError(
-            f"CrossEncoder: {changed[0]}={options[changed[0]]!r} is not supported by sbert (it loads "
-            "safetensors weights from a local folder or a hub id, in float32, without remote code)"
-        )
-    if backend not in ST_BACKENDS:
-        raise ValueError(f"backend={backend!r}: sbert runs on torch or openvino (or auto), not {backend}")
-
-
-def _constructor_error(first: object, tokenizer: object) -> str:
-    if isinstance(first, PreTrainedModel):
-        return "CrossEncoder(model, tokenizer): a loaded model needs its tokenizer; or pass a name or path to load"
-    return (
-        "CrossEncoder takes a model name or path (e.g. CrossEncoder('cross-encoder/ms-marco-MiniLM-L6-v2') "
-        f"or a local folder), or a loaded model and its tokenizer, not {type(first).__name__}"
-        + ("; CrossEncoder.from_pretrained() loads the bundled model" if first is None else "")
-    )
