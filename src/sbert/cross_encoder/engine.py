@@ -72,7 +72,7 @@ class PairModel(nn.Module):
     (``parameter_version``) sees a trained head and compiles again.
     """
 
-    def __init__(self, bert: nn.Module, head: nn.Module) -> None:
+    def __init__(self, bert: Any, head: nn.Module) -> None:  # a transformers BertModel
         super().__init__()
         self.bert = bert
         self.head = head
@@ -129,12 +129,14 @@ class PairTransformer(Transformer):
     pieces (30 s for the probe's long text at ``max_length=8``).
     """
 
-    model: PairModel
+    def __init__(self, network: PairModel, tokenizer: PreTrainedTokenizerBase, max_seq_length: int) -> None:
+        super().__init__(network, tokenizer, max_seq_length=max_seq_length)  # type: ignore[arg-type]
+        self.vocab_size = network.vocab_size
 
     def tokenize(self, texts: Sequence[Any]) -> Tokenized:
         pairs = [(item, LONE_TEXT_PARTNER) if isinstance(item, str) else item for item in texts]
         tokenized = tokenize_pairs(self.tokenizer, pairs, self.max_seq_length)
-        return Tokenized(pair_ids(tokenized, self.model.vocab_size), tokenized.truncated)
+        return Tokenized(pair_ids(tokenized, self.vocab_size), tokenized.truncated)
 
 
 @dataclass
@@ -162,7 +164,7 @@ def engine_parts(
         and len(tokenizer) <= int(model.config.vocab_size)  # else the folded ids would overlap
     ):
         return None
-    head = PairHead(pooler, dropout, classifier)
+    head = PairHead(pooler, dropout, classifier)  # type: ignore[arg-type]  # checked just above
     network = PairModel(bert, head)
-    transformer = PairTransformer(network, tokenizer, max_seq_length=max_seq_length)  # type: ignore[arg-type]
+    transformer = PairTransformer(network, tokenizer, max_seq_length=max_seq_length)
     return EngineParts(transformer, head)

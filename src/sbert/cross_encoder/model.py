@@ -47,7 +47,8 @@ class _Engine:
 
     def __init__(self, parts: EngineParts) -> None:
         self.parts = parts
-        self.runners = Runners(parts.transformer, parts.head, [])
+        # The head stands in for Pooling: called on token vectors and mask, with an output_dim.
+        self.runners = Runners(parts.transformer, parts.head, [])  # type: ignore[arg-type]
 
 
 class CrossEncoder(Planning, RankMethods, nn.Module):
@@ -171,7 +172,7 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
         super().__setattr__(name, value)
 
     @property
-    def input_module(self) -> Any:
+    def input_module(self) -> Any:  # type: ignore[override]
         """The runners' input module (:class:`~sbert.cross_encoder.engine.PairTransformer`)."""
         return self._engine.parts.transformer if self._engine else None
 
@@ -284,7 +285,7 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
         try:
             if self._engine is not None and self.device.type == "cpu":
                 _, runner = self._runner(self.plan, pack)
-                ids = pair_ids(tokenized, self._engine.parts.transformer.model.vocab_size)
+                ids = pair_ids(tokenized, self._engine.parts.transformer.vocab_size)
                 return runner.run(ids, RunOptions(batch_size=batch_size, pack=pack), bar.update)
             return self._torch_logits(tokenized, batch_size, bar.update)
         finally:
