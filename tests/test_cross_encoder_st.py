@@ -184,6 +184,8 @@ def test_cpu_engines_serve_the_cross_encoder(
     many = PAIRS * 9  # several packed rows and padded batches
     logits = model.logits(many, batch_size=8, pack=pack).numpy()
     assert model.plan.backend == backend
+    if pack:  # packed rows ran, not padded batches after a failed probe
+        assert model.plan.packs and getattr(model._runner(model.plan, pack)[1], "packed", False)
     scale = max(1.0, float(np.abs(reference).max()))
     difference = float(np.abs(logits - np.tile(reference.reshape(len(PAIRS), -1), (9, 1))).max())
     assert difference <= bound * scale, f"{precision}/{backend}: {difference} from sentence-transformers"

@@ -118,7 +118,7 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
         self.activation_fn: Activation = (
             activation_fn or saved_activation or st_default_activation(self.num_labels)
         )
-        self.activation_saved = activation_fn is not None or saved_activation is not None
+        self._activation_chosen = activation_fn is not None or saved_activation is not None
         self._max_seq_length = 0
         parts = engine_parts(model, tokenizer, max_seq_length or default_max_seq_length(model, tokenizer))
         self._engine = _Engine(parts) if parts is not None else None
@@ -161,7 +161,7 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
             precision=precision,
             backend=backend,
         )
-        if not model.activation_saved:
+        if not model._activation_chosen:
             model.activation_fn = sbert_default_activation(model.num_labels)
         return model
 
