@@ -184,11 +184,30 @@ def test_cpu_engines_serve_the_cross_encoder(
     many = PAIRS * 9  # several packed rows and padded batches
     logits = model.logits(many, batch_size=8, pack=pack).numpy()
     assert model.plan.backend == backend
+    if backend == "torch" and model.plan.precision == "bfloat16":  # the bf16 kernels, not autocast
+        assert model.runners.fast is not None
     if pack:  # packed rows ran, not padded batches after a failed probe
         assert model.plan.packs and getattr(model._runner(model.plan, pack)[1], "packed", False)
     scale = max(1.0, float(np.abs(reference).max()))
     difference = float(np.abs(logits - np.tile(reference.reshape(len(PAIRS), -1), (9, 1))).max())
     assert difference <= bound * scale, f"{precision}/{backend}: {difference} from sentence-transformers"
+
+
+def test_fast_bert_reads_the_folded_segments(classifier_dir: Path) -> None:
+    """FastBert (bf16 on PyTorch) in float32 gives sentence-transformers' logits: the doubled word
+    table gives each folded id its own segment's vector."""
+    from sbert.inference.fast_bert import FastBert
+
+    model = CrossEncoder(classifier_dir, **EXACT)
+    fast = FastBert(model.input_module.model, torch.float32)
+    features = model.input_module.collate(model.input_module.tokenize(PAIRS).ids)
+    mask = features["attention_mask"]
+    with torch.inference_mode():
+        logits = model.pooling(fast(features["input_ids"], mask), mask)
+    theirs = st.CrossEncoder(str(classifier_dir), device="cpu").predict(
+        PAIRS, activation_fn=torch.nn.Identity()
+    )
+    close(logits.reshape(theirs.shape), theirs)
 
 
 def test_bad_input_names_what_is_wrong(regression_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,6 +83,15 @@ class PairModel(nn.Module):
         """The BERT's config (the runners read its type and positions)."""
         return self.bert.config
 
+    @property
+    def embeddings(self) -> PairEmbeddings:
+        """The embeddings as :class:`~sbert.inference.fast_bert.FastBert` reads them (bf16 on PyTorch)."""
+        return PairEmbeddings(self.bert.embeddings, self.vocab_size)
+
+    @property
+    def encoder(self) -> Any:
+        return self.bert.encoder
+
     def forward(
         self,
         input_ids: Tensor,
@@ -100,6 +109,27 @@ class PairModel(nn.Module):
             position_ids=position_ids,
             return_dict=True,
         )
+
+
+class PairEmbeddings:
+    """A BERT's embeddings seen through :func:`pair_ids`, for FastBert, which adds segment 0's vector
+    to every token: the word table doubles, its second half holding each word plus the difference
+    between segment 1's vector and segment 0's, so that a folded id looks up its own segment."""
+
+    def __init__(self, embeddings: Any, vocab_size: int) -> None:
+        self._embeddings, self.vocab_size = embeddings, vocab_size
+        self.position_embeddings = embeddings.position_embeddings
+        self.token_type_embeddings = embeddings.token_type_embeddings
+        self.LayerNorm = embeddings.LayerNorm
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        """(2 · vocab, hidden): built when read (FastBert reads it once, when it converts)."""
+        with torch.no_grad():
+            words = self._embeddings.word_embeddings.weight  # (vocab, hidden)
+            types = self.token_type_embeddings.weight  # (2, hidden)
+            table = torch.cat([words, words + (types[1] - types[0])])
+        return nn.Embedding.from_pretrained(table, freeze=True)
 
 
 class PairHead(nn.Module):
