@@ -255,3 +255,19 @@ def test_the_probe_judges_one_score_per_row_by_its_size() -> None:
     check_probe(expected, expected * 1.01, "bfloat16", "g")
     with pytest.raises(UnfaithfulGraph, match="largest score"):
         check_probe(expected, expected * 3, "bfloat16", "g")
+
+
+def test_a_changed_head_is_compiled_again_and_a_copy_scores_alike(regression_dir: Path) -> None:
+    """A compiled graph holds the weights it was built from: a step that changes only the head (as
+    training does) must not leave the old scores behind; a deep copy shares nothing it built."""
+    import copy
+
+    model = CrossEncoder(regression_dir, **EXACT)
+    before = model.predict(PAIRS, apply_activation=False)
+    with torch.no_grad():
+        model.model.classifier.weight.mul_(2)
+        model.model.classifier.bias.mul_(2)
+    close(model.predict(PAIRS, apply_activation=False), 2 * before)
+    copied = copy.deepcopy(model)
+    assert copied.input_module.model.bert is copied.model.bert  # the engine's parts follow the copy
+    close(copied.predict(PAIRS), model.predict(PAIRS))
