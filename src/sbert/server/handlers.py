@@ -33,7 +33,7 @@ from sbert.server.schemas import (
     rerank_shape,
     similarity_shape,
 )
-from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
+from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
 from sbert.truncation import truncate_embeddings
 
@@ -184,12 +184,7 @@ async def rerank(request: Request) -> Response:
     else:
         chosen = served.pick(body.model)
         if body.raw_scores:
-            raise APIError(
-                422,
-                "raw_scores: true needs a cross-encoder (start the server with --cross-encoder DIR); "
-                f"{chosen.model_id!r} scores by cosine",
-                "raw_scores",
-            )
+            raise no_raw_scores(chosen.model_id)
         names = _names("query", "documents")
         result = await chosen.embed([body.query, *body.documents], body.truncate, names)
         scores = cosine_scores(result.vectors[0], result.vectors[1:])

@@ -44,7 +44,7 @@ TEI_ERRORS = {
     413: "`Validation`: a list over the server's limit, an input over the model's with `truncate: false`, "
     "an unknown `prompt_name`, or the body over the server's byte limit",
     422: "`Tokenizer`: a token id the tokenizer does not have; or `Validation`: a field of the wrong type, "
-    "missing or unknown (axum's 422): the message names it",
+    "missing or unknown (axum's 422), or `raw_scores` without a cross-encoder: the message names it",
     424: "`Backend`: the model failed on the request (its traceback is in the server's log)",
     429: "`Overloaded`: too many requests in flight or sentences queued; see `Retry-After`",
     503: "`Unhealthy`: the server is shutting down",
@@ -71,8 +71,8 @@ def build_spec(
             given: any string, for a document built without a model).
         dimension: The largest vector the served models give: ``dimensions`` at most this (None:
             no bound).
-        cross_encoder: Whether a cross-encoder is served: without one, ``raw_scores`` of Cohere's
-            /rerank body is ``false`` only (None: either).
+        cross_encoder: Whether a cross-encoder is served: without one, ``raw_scores`` of /rerank's
+            bodies (Cohere's and TEI's) is ``false`` only (None: either).
         vocabulary: The default model's vocabulary size: a token id is less (None: no bound).
 
     Examples:
@@ -98,8 +98,9 @@ def build_spec(
         _serve(schema.get("properties", {}), limits, prompts, dimension)
     if vocabulary is not None:
         _bound_token_ids(components, vocabulary - 1)
-    if cross_encoder is False:  # the server refuses `raw_scores: true` then (TEI's body ignores it)
-        components["RerankRequest"]["properties"]["raw_scores"]["enum"] = [False]
+    if cross_encoder is False:  # the server refuses `raw_scores: true` then, in either body
+        for body in ("RerankRequest", "TEIRerankRequest"):
+            components[body]["properties"]["raw_scores"]["enum"] = [False]
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
         operation: dict[str, Any] = {
