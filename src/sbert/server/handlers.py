@@ -92,7 +92,8 @@ async def _embed_ids(chosen: Service, body: EmbeddingIdsRequest, prompt: str) ->
     return await await_worker(  # type: ignore[no-any-return]
         chosen.batcher,
         lambda: chosen.batcher.call(
-            lambda: abilities.embed_ids(chosen.model, rows, body.truncate), items=len(rows)
+            lambda: abilities.embed_ids(chosen.model, rows, body.truncate, chosen.batcher.settings),
+            items=len(rows),
         ),
         "input[{}]".format,
     )
