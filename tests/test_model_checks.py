@@ -59,6 +59,18 @@ def _no_tokenizer(tiny: Path, tmp_path: Path) -> Path:
     return folder
 
 
+def _cut_short(name: str) -> Callable[[Path, Path], Path]:
+    """The tiny BERT with one tokenizer file cut to half its bytes (a download stopped midway)."""
+
+    def build(tiny: Path, tmp_path: Path) -> Path:
+        folder = _copy(tiny, tmp_path)
+        data = (folder / name).read_bytes()
+        (folder / name).write_bytes(data[: len(data) // 2])
+        return folder
+
+    return build
+
+
 def _small_table(tiny: Path, tmp_path: Path) -> Path:
     """A BERT of 100 token vectors beside the tiny tokenizer's 189 tokens."""
     folder = _copy(tiny, tmp_path)
@@ -93,6 +105,22 @@ REFUSED: dict[str, tuple[Callable[[Path, Path], Path], str, str]] = {
         lambda t, p: _hf_with_config(t, p, vocab_size=500),
         "model.safetensors",
         r"embeddings.word_embeddings.weight \(189, 32\) \(config.json: \(500, 32\)\)",
+    ),
+    "config whose hidden size builds no model": (
+        lambda t, p: _hf_with_config(t, p, hidden_size=999),
+        "config.json",
+        r"hidden size \(999\) is not a multiple of the number of attention heads \(2\); the weights hold "
+        r"embeddings\.word_embeddings\.weight of shape \[189, 32\]: hidden size 32, where config\.json says 999",
+    ),
+    "tokenizer.json cut short": (
+        _cut_short("tokenizer.json"),
+        "tokenizer.json",
+        r"not valid JSON at line \d+, column \d+: .* \(the file ends there: cut short\?\)",
+    ),
+    "tokenizer_config.json cut short": (
+        _cut_short("tokenizer_config.json"),
+        "tokenizer_config.json",
+        r"not valid JSON at line \d+, column \d+",
     ),
     "static table with NaN": (lambda t, p: _static_with(t, p, float("nan")), "model.safetensors", "'guitar'"),
     "static table with infinity": (

@@ -71,9 +71,9 @@ class Evaluator(Protocol[ModelT]):
 
 class ServedModel(Encoder, Protocol):
     """What ``sbert serve`` asks of a model beyond :class:`Encoder`: its size, limits, engine and
-    prompts, and token ids to vectors (``collate`` and ``forward``). :class:`~sbert.SentenceEncoder`
-    and the static encoder are both one; what only some can do (a tokenizer's offsets, token
-    vectors) the server asks through ``sbert.server.abilities``."""
+    prompts, and token ids to vectors on the engine that embeds text (``encode_token_ids``).
+    :class:`~sbert.SentenceEncoder` and the static encoder are both one; what only some can do (a
+    tokenizer's offsets, token vectors) the server asks through ``sbert.server.abilities``."""
 
     name: str
     layers: Any
@@ -107,3 +107,5 @@ class ServedModel(Encoder, Protocol):
     def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]: ...
 
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor: ...
+
+    def encode_token_ids(self, ids: Sequence[Sequence[int]], options: Any = None) -> Tensor: ...

@@ -19,13 +19,18 @@ checked, and why each case is an error or a warning:
   rotary or relative positions); ``do_lower_case`` and the pooling flags are JSON booleans (the
   string ``"false"`` would count as true);
 - a static model's token table holds no NaN or infinity.
+
+Where loading fails outright, the message names the file at fault: ``config.json`` when transformers
+cannot build the model it describes (with the hidden size the weights hold where they disagree), a
+tokenizer file that is not valid JSON (with its line and column), else the weights or the folder.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Iterable, Mapping
+import struct
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +236,86 @@ def check_finite_table(table: torch.Tensor, file: Path, tokenizer: Tokenizer) ->
             f"{file}: {len(bad)} token vectors hold NaN or infinity: {_some(rows)}; every sentence "
             "with one of these tokens would get a NaN vector. Fit or distill the model again."
         )
+
+
+def config_failure(
+    config_file: Path, config: PretrainedConfig, build: Callable[[PretrainedConfig], Any]
+) -> ModelLoadError | None:
+    """The error naming ``config.json`` where ``build(config)`` fails (built on the meta device: no
+    memory, no weights read), with the hidden size the weights hold where it differs; ``None`` where
+    the model builds, so that a failed load is the weights' fault.
+
+    Examples:
+        >>> from transformers import AutoModel, BertConfig
+        >>> config = BertConfig(hidden_size=999, num_attention_heads=2)
+        >>> print(config_failure(Path("m/config.json"), config, AutoModel.from_config))
+        m/config.json: describes no model transformers can build: The hidden size (999) is not a multiple of the number of attention heads (2)
+    """
+    try:
+        with torch.device("meta"):
+            build(config)
+    except Exception as error:
+        saved = saved_width(config_file.parent)
+        hidden = getattr(config, "hidden_size", None)
+        disagree = (
+            f"; the weights hold {saved[0]} of shape {saved[1]}: hidden size {saved[1][-1]}, where "
+            f"config.json says {hidden}"
+            if saved and saved[1][-1] != hidden
+            else ""
+        )
+        return ModelLoadError(f"{config_file}: describes no model transformers can build: {error}{disagree}")
+    return None
+
+
+_EMBEDDINGS = ("word_embeddings.weight", "embed_tokens.weight", "shared.weight")
+
+
+def saved_width(folder: Path) -> tuple[str, list[int]] | None:
+    """The token embedding table's name and shape in a folder's safetensors (read from the header
+    alone; with an index, the shard it names), or ``None`` where it cannot be told."""
+    weights, index = folder / "model.safetensors", folder / "model.safetensors.index.json"
+    try:
+        if not weights.is_file():
+            shards = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            name = next(n for n in shards if n.endswith(_EMBEDDINGS))
+            weights = folder / shards[name]
+        with weights.open("rb") as file:
+            (size,) = struct.unpack("<Q", file.read(8))
+            header = json.loads(file.read(min(size, 100_000_000)))
+        name = next(n for n in header if n.endswith(_EMBEDDINGS))
+        return name, list(header[name]["shape"])
+    except (OSError, ValueError, KeyError, StopIteration, struct.error, TypeError):
+        return None
+
+
+_TOKENIZER_JSON = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+
+
+def tokenizer_failure(folder: Path, error: Exception) -> ModelLoadError:
+    """The error for tokenizer files transformers cannot load, naming the file at fault where one is
+    not valid JSON (its line and column) or is a ``tokenizer.json`` the Rust tokenizer refuses; else
+    the folder, with transformers' message."""
+    for name in _TOKENIZER_JSON:
+        file = folder / name
+        if not file.is_file():
+            continue
+        try:
+            json.loads(file.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as bad:
+            return ModelLoadError(f"{file}: cannot be read: not UTF-8 (byte {bad.start})")
+        except json.JSONDecodeError as bad:
+            cut = " (the file ends there: cut short?)" if bad.pos >= len(bad.doc.rstrip()) else ""
+            return ModelLoadError(
+                f"{file}: not valid JSON at line {bad.lineno}, column {bad.colno}: {bad.msg}{cut}"
+            )
+        except OSError as bad:
+            return ModelLoadError(f"{file}: cannot be read: {bad}")
+        if name == "tokenizer.json":
+            try:
+                Tokenizer.from_file(str(file))
+            except Exception as bad:
+                return ModelLoadError(f"{file}: not a tokenizer the tokenizers library reads: {bad}")
+    return ModelLoadError(f"{folder}: the tokenizer files cannot be loaded: {error}")
 
 
 def _check_booleans(config: Mapping[str, Any], keys: Iterable[str], file: Path) -> None:

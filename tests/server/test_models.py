@@ -88,3 +88,19 @@ def test_two_models_of_one_name_stop_the_server(tiny_model_dir: Path, other_dir:
     process = ServerProcess(["--model", f"m={tiny_model_dir}", "--model", f"m={other_dir}", *TORCH])
     assert process.wait_exit(120) != 0
     assert "two models named 'm'" in process.output()
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("", "--served-model-name '': the name is empty"),
+        ("tiny=", "--served-model-name 'tiny=': the name after MODEL= is empty"),
+    ],
+    ids=["empty", "model-equals-nothing"],
+)
+def test_an_empty_served_name_stops_the_server(tiny_model_dir: Path, given: str, says: str) -> None:
+    """A blank name would be served and answered under ``""``: refused before a model is loaded."""
+    process = ServerProcess(["--model", f"tiny={tiny_model_dir}", "--served-model-name", given, *TORCH])
+    assert process.wait_exit(60) != 0
+    output = process.output()
+    assert says in output and "Traceback" not in output

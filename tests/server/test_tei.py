@@ -70,10 +70,14 @@ def test_rerank_with_tei_body(server: ServerProcess, tiny_encoder: SentenceEncod
     assert [rank["index"] for rank in answer] == list(np.argsort(-cosines, kind="stable"))
     assert all(set(rank) == {"index", "score"} for rank in answer)
     np.testing.assert_allclose([rank["score"] for rank in answer], np.sort(cosines)[::-1], atol=1e-6)
-    with_text = post(
-        server, "/rerank", {"query": query, "texts": texts, "return_text": True, "raw_scores": True}
-    )
+    with_text = post(server, "/rerank", {"query": query, "texts": texts, "return_text": True})
     assert [rank["text"] for rank in with_text.json()] == [texts[rank["index"]] for rank in answer]
+    # A cosine has no raw form: refused as Cohere's body refuses it (422), in TEI's shape.
+    raw = post(server, "/rerank", {"query": query, "texts": texts, "raw_scores": True})
+    message = tei_error(raw, 422)
+    cohere_raw = post(server, "/rerank", {"query": query, "documents": texts, "raw_scores": True})
+    assert cohere_raw.status_code == 422 and message == cohere_raw.json()["error"]["message"]
+    assert message.startswith("raw_scores: true needs a cross-encoder")
     long = post(server, "/rerank", {"query": "rain", "texts": ["sun", LONG]})
     assert tei_error(long, 413).startswith("texts[1]: ")
     empty = post(server, "/rerank", {"query": "rain", "texts": []})

@@ -121,7 +121,10 @@ def community_detection(
 
     Each sentence with at least ``min_community_size`` neighbours (itself included) above the threshold
     proposes a community; the largest are kept first, and a sentence goes to one community only.
-    Scores are computed ``batch_size`` rows at a time (no n × n matrix).
+    Scores are computed ``batch_size`` rows at a time (no n × n matrix), as sentence-transformers'
+    ``util.community_detection`` computes them: in the input's floating type (float32 vectors in
+    float32), against the threshold as a float32 tensor, so the same communities come out, at
+    ``threshold=1.0`` too (a float32 duplicate's cosine may be 0.99999988, below it).
 
     Returns:
         Communities, largest first; each lists its centre first, then members by similarity.
@@ -131,24 +134,25 @@ def community_detection(
         >>> community_detection(vectors, threshold=0.9, min_community_size=2)
         [[0, 1]]
     """
-    threshold = check_threshold(threshold)
+    check_threshold(threshold)
     if min_community_size < 1:
         raise ValueError(f"min_community_size must be at least 1, got {min_community_size}")
-    vectors = torch.nn.functional.normalize(torch.as_tensor(_checked(embeddings)), dim=1)
+    vectors = torch.nn.functional.normalize(_float_matrix(embeddings), dim=1)
     n = len(vectors)
     if n < min_community_size:
         return []
-    candidates: list[list[int]] = []
+    # sentence-transformers' torch.tensor(threshold): float32, so 0.9 is float32's 0.9 whatever the
+    # vectors' type (comparing with a 0-dim tensor keeps the scores' type).
+    limit = torch.tensor(threshold, dtype=torch.float32)
+    candidates: list[tuple[int, list[int]]] = []
     for start in range(0, n, batch_size):
         scores = vectors[start : start + batch_size] @ vectors.T  # (batch, n)
         # The min_community_size-th best score says at once whether a row can be a centre.
         kth = torch.topk(scores, min_community_size, dim=1).values[:, -1]
-        for row in (kth >= threshold).nonzero().flatten().tolist():
-            above = int((scores[row] >= threshold).sum())
+        for row in (kth >= limit).nonzero().flatten().tolist():
+            above = int((scores[row] >= limit).sum())
             _, members = top_k_rows(scores[row : row + 1], above)
-            centre = start + row
-            ordered = [centre, *(m for m in members[0].tolist() if m != centre)]
-            candidates.append(ordered)
+            candidates.append((start + row, members[0].tolist()))
     return _non_overlapping(candidates, min_community_size)
 
 
@@ -185,29 +189,34 @@ def community_detection_in_index(
         raise ValueError(
             f"{len(embeddings)} vectors given for an index of {len(index)}: give its vectors in its order"
         )
-    candidates: list[list[int]] = []
+    candidates: list[tuple[int, list[int]]] = []
     top_k = min(max_community_size, len(index))
     for start in range(0, len(index), batch_size):
         rows = index.search(as_numpy(embeddings[start : start + batch_size]), top_k=top_k)
         for offset, hits in enumerate(rows):
             members = [h.corpus_id for h in hits if h.score >= threshold]
             if len(members) >= min_community_size:
-                centre = int(index.ids[start + offset])
-                candidates.append([centre, *(m for m in members if m != centre)])
+                candidates.append((int(index.ids[start + offset]), members))
     return _non_overlapping(candidates, min_community_size)
 
 
-def _non_overlapping(candidates: list[list[int]], min_community_size: int) -> list[list[int]]:
-    """Largest candidates first; a member goes to the first community that keeps it."""
-    candidates.sort(key=len, reverse=True)  # stable: equal sizes keep the lower centre first
+def _non_overlapping(candidates: list[tuple[int, list[int]]], min_community_size: int) -> list[list[int]]:
+    """Communities from ``(centre, members by similarity)`` candidates, as sentence-transformers keeps
+    them: largest candidate first (equal sizes: the lower centre first); one whose centre is taken
+    already is dropped; the others keep their members not yet taken, if ``min_community_size`` are
+    left, the centre first. Largest first again at the end (taken members shrink some)."""
+    candidates.sort(key=lambda candidate: len(candidate[1]), reverse=True)  # stable
     taken: set[int] = set()
     communities = []
-    for candidate in candidates:
-        fresh = [m for m in candidate if m not in taken]
+    for centre, members in candidates:
+        if centre in taken:
+            continue
+        fresh = [m for m in members if m not in taken]
         if len(fresh) >= min_community_size:
-            communities.append(fresh)
-            taken.update(fresh)
-    return communities
+            community = [centre, *(m for m in fresh if m != centre)]
+            communities.append(community)
+            taken.update(community)
+    return sorted(communities, key=len, reverse=True)
 
 
 def check_threshold(threshold: float) -> float:
@@ -235,6 +244,18 @@ def labels_to_clusters(labels: np.ndarray) -> list[list[int]]:
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def _float_matrix(embeddings: ArrayLike) -> torch.Tensor:
+    """The (n, dim) vectors as a CPU tensor of their own floating type (other types: float32)."""
+    tensor = (
+        embeddings.detach().cpu()
+        if isinstance(embeddings, torch.Tensor)
+        else torch.as_tensor(np.asarray(embeddings))
+    )
+    if tensor.dim() != 2 or len(tensor) == 0:
+        raise ValueError(f"clustering needs a non-empty (n, dim) matrix, got shape {tuple(tensor.shape)}")
+    return tensor if tensor.is_floating_point() else tensor.float()
 
 
 def _checked(embeddings: ArrayLike) -> np.ndarray:

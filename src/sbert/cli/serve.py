@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
-from sbert.server.settings import BatchSettings, Limits, ServeOptions, default
+from sbert.server.settings import BatchSettings, Limits, ServeOptions, check_served_names, default
 
 API_KEY_ENV = "SBERT_API_KEY"
 
@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    check_served_names(args.served_model_name)  # before a model is loaded
     batching = BatchSettings(
         max_batch_tokens=args.max_batch_tokens,
         max_batch_size=args.max_batch_size,

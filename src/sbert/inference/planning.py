@@ -27,6 +27,7 @@ from sbert.inference.precision import (
 )
 from sbert.inference.runner import Runner, RunOptions
 from sbert.inference.runners import RunnerFailed, Runners, evaluating
+from sbert.inference.steps import check_finite
 
 if TYPE_CHECKING:
     from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
@@ -172,6 +173,24 @@ class Planning:
                 self._failures.append(failed.failure)
                 self._plans.clear()
                 plan = self.plan_for(plan.requested_precision, plan.requested_backend)
+
+    def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions | None = None) -> Tensor:
+        """Vectors (n, dim), float32 on the CPU, of inputs already tokenized (the model's special
+        tokens included, each at most ``max_seq_length`` long), by the runner ``encode()`` runs text
+        on: the same plan (precision, backend, packing), so a text and its token ids get one vector
+        (``sbert serve``'s token-id inputs). The ids are not checked against the vocabulary.
+
+        Raises:
+            ValueError: no inputs.
+        """
+        if not ids:
+            raise ValueError("encode_token_ids needs at least one input")
+        options = options or RunOptions()
+        plan, runner = self._runner(self._encode_plan(None), options.pack)
+        with evaluating([self.input_module, self.pooling, *self.layers]):  # a padded fallback's modules
+            embeddings = runner.run(ids, options, lambda done: None)
+        check_finite(embeddings, plan)
+        return embeddings
 
     def _run(
         self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool

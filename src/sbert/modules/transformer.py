@@ -24,7 +24,14 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from sbert.errors import ModelLoadError
-from sbert.model_checks import check_loading_info, check_max_seq_length, check_tokenizer, position_limit
+from sbert.model_checks import (
+    check_loading_info,
+    check_max_seq_length,
+    check_tokenizer,
+    config_failure,
+    position_limit,
+    tokenizer_failure,
+)
 from sbert.modules.batch_tokenizer import BatchTokenizer
 
 
@@ -96,8 +103,11 @@ class Transformer(nn.Module):
                     output_loading_info=True,
                     ignore_mismatched_sizes=True,
                 )
-        except Exception as error:  # truncated or corrupt safetensors
-            raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
+        except Exception as error:  # a config that builds no model, or truncated or corrupt safetensors
+            blame = config_failure(config_file, config, build_model) or ModelLoadError(
+                f"{weights}: cannot be loaded: {error}"
+            )
+            raise blame from error
         check_loading_info(weights, info)
         check_max_seq_length(max_seq_length, position_limit(config), str(path))
         tokenizer = load_fast_tokenizer(path)
@@ -224,12 +234,19 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+def build_model(config: PretrainedConfig) -> PreTrainedModel:
+    """The (randomly initialised) model ``config`` describes, of :func:`model_class`."""
+    cls = model_class(config)
+    return cls.from_config(config) if cls is AutoModel else cls._from_config(config)  # type: ignore[no-any-return]
+
+
 def load_fast_tokenizer(path: Path) -> PreTrainedTokenizerBase:
-    """The fast (Rust) tokenizer saved in ``path``; the error names the folder."""
+    """The fast (Rust) tokenizer saved in ``path``; the error names the file at fault where it can
+    be told (:func:`~sbert.model_checks.tokenizer_failure`), else the folder."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as error:
-        raise ModelLoadError(f"{path}: the tokenizer files cannot be loaded: {error}") from error
+        raise tokenizer_failure(path, error) from error
     if not tokenizer.is_fast:
         raise ModelLoadError(f"{path}: sbert needs a fast (Rust) tokenizer; tokenizer.json is missing")
     return tokenizer

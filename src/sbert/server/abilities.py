@@ -15,7 +15,9 @@ import numpy as np
 import torch
 
 from sbert.contracts import ServedModel
+from sbert.inference.runner import RunOptions
 from sbert.server.batcher import Embedded, InputTooLong
+from sbert.server.settings import BatchSettings
 
 
 def is_static(model: ServedModel) -> bool:
@@ -103,10 +105,14 @@ def token_vectors(model: ServedModel, texts: list[str], truncate: bool) -> list[
     return rows
 
 
-def embed_ids(model: ServedModel, rows: list[list[int]], truncate: bool) -> Embedded:
+def embed_ids(
+    model: ServedModel, rows: list[list[int]], truncate: bool, settings: BatchSettings | None = None
+) -> Embedded:
     """Vectors of inputs given as token ids (OpenAI's ``input: [[101, 2023]]``): each row is a text's
     tokens without special tokens, and the model adds its own as for text (a transformer's
-    ``[CLS]`` and ``[SEP]``; a static model has none), then runs them as ``encode()`` runs text's.
+    ``[CLS]`` and ``[SEP]``; a static model has none), then runs them on the engine ``encode()``
+    runs text on (its precision and backend, batched and packed as ``settings`` say), so a text
+    and its token ids get one vector.
 
     Raises:
         InputTooLong: a row, with its special tokens, is over the model's limit and ``truncate`` is false.
@@ -119,11 +125,10 @@ def embed_ids(model: ServedModel, rows: list[list[int]], truncate: bool) -> Embe
     if too_long and not truncate:
         raise InputTooLong(too_long[0], counts[too_long[0]], limit)
     ids = [before + row[: limit - special] + after for row in rows]
-    with torch.inference_mode():
-        vectors = [
-            model.forward(model.collate(ids[i : i + 32])).float().numpy() for i in range(0, len(ids), 32)
-        ]
-    return Embedded(np.concatenate(vectors).astype(np.float32), counts, limit)
+    settings = settings or BatchSettings()
+    options = RunOptions(settings.max_batch_size, settings.max_batch_tokens, pack=settings.pack)
+    vectors = model.encode_token_ids(ids, options)  # (n, dim) float32
+    return Embedded(vectors.numpy(), counts, limit)
 
 
 def special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:

@@ -33,7 +33,7 @@ from sbert.server.schemas import (
     rerank_shape,
     similarity_shape,
 )
-from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
+from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
 from sbert.truncation import truncate_embeddings
 
@@ -92,7 +92,8 @@ async def _embed_ids(chosen: Service, body: EmbeddingIdsRequest, prompt: str) ->
     return await await_worker(  # type: ignore[no-any-return]
         chosen.batcher,
         lambda: chosen.batcher.call(
-            lambda: abilities.embed_ids(chosen.model, rows, body.truncate), items=len(rows)
+            lambda: abilities.embed_ids(chosen.model, rows, body.truncate, chosen.batcher.settings),
+            items=len(rows),
         ),
         "input[{}]".format,
     )
@@ -184,12 +185,7 @@ async def rerank(request: Request) -> Response:
     else:
         chosen = served.pick(body.model)
         if body.raw_scores:
-            raise APIError(
-                422,
-                "raw_scores: true needs a cross-encoder (start the server with --cross-encoder DIR); "
-                f"{chosen.model_id!r} scores by cosine",
-                "raw_scores",
-            )
+            raise no_raw_scores(chosen.model_id)
         names = _names("query", "documents")
         result = await chosen.embed([body.query, *body.documents], body.truncate, names)
         scores = cosine_scores(result.vectors[0], result.vectors[1:])

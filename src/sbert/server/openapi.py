@@ -3,7 +3,8 @@
 Each operation names its request model (the one ``schemas.parse_body`` validates the body with) and
 its answer model (:mod:`sbert.server.answers`); pydantic writes their JSON Schema (2020-12, which
 OpenAPI 3.1 takes as is), so a field, type, bound or default is written once. The server's own limits
-(``--max-items``) go into the document as ``maxItems``. TEI's routes declare TEI's error body and
+(``--max-items``) go into the document as ``maxItems`` (not on one input's token ids: a list of
+numbers is one input, its length tokens). TEI's routes declare TEI's error body and
 statuses; /rerank and /similarity, which take either body, declare both. ``/docs`` renders it with
 Swagger UI's files from the installed ``swagger-ui-py`` package: nothing is fetched from a CDN.
 """
@@ -44,7 +45,7 @@ TEI_ERRORS = {
     413: "`Validation`: a list over the server's limit, an input over the model's with `truncate: false`, "
     "an unknown `prompt_name`, or the body over the server's byte limit",
     422: "`Tokenizer`: a token id the tokenizer does not have; or `Validation`: a field of the wrong type, "
-    "missing or unknown (axum's 422): the message names it",
+    "missing or unknown (axum's 422), or `raw_scores` without a cross-encoder: the message names it",
     424: "`Backend`: the model failed on the request (its traceback is in the server's log)",
     429: "`Overloaded`: too many requests in flight or sentences queued; see `Retry-After`",
     503: "`Unhealthy`: the server is shutting down",
@@ -71,8 +72,8 @@ def build_spec(
             given: any string, for a document built without a model).
         dimension: The largest vector the served models give: ``dimensions`` at most this (None:
             no bound).
-        cross_encoder: Whether a cross-encoder is served: without one, ``raw_scores`` of Cohere's
-            /rerank body is ``false`` only (None: either).
+        cross_encoder: Whether a cross-encoder is served: without one, ``raw_scores`` of /rerank's
+            bodies (Cohere's and TEI's) is ``false`` only (None: either).
         vocabulary: The default model's vocabulary size: a token id is less (None: no bound).
 
     Examples:
@@ -98,8 +99,9 @@ def build_spec(
         _serve(schema.get("properties", {}), limits, prompts, dimension)
     if vocabulary is not None:
         _bound_token_ids(components, vocabulary - 1)
-    if cross_encoder is False:  # the server refuses `raw_scores: true` then (TEI's body ignores it)
-        components["RerankRequest"]["properties"]["raw_scores"]["enum"] = [False]
+    if cross_encoder is False:  # the server refuses `raw_scores: true` then, in either body
+        for body in ("RerankRequest", "TEIRerankRequest"):
+            components[body]["properties"]["raw_scores"]["enum"] = [False]
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
         operation: dict[str, Any] = {
@@ -152,7 +154,7 @@ def _serve(
     for name in schemas.LIST_FIELDS:
         field = properties.get(name)
         if field is not None:
-            field["maxItems"] = limits.max_items
+            _bound_items(field, limits.max_items)
     field = properties.get("prompt_name")
     if field is not None and prompts is not None:
         named = [{"type": "string", "enum": list(prompts)}] if prompts else []
@@ -162,6 +164,24 @@ def _serve(
         for branch in field["anyOf"]:  # an integer or null
             if branch.get("type") == "integer":
                 branch["maximum"] = dimension
+
+
+def _bound_items(field: dict[str, Any], max_items: int) -> None:
+    """``maxItems`` on a list field, but not on one input's token ids (``input: [101, 2023]``): that
+    list is one input, its length tokens (``schemas.one_row_of_ids``), so only the list of lists
+    beside it is bounded in items."""
+    branches = field.get("anyOf", [field])
+    if not any(_row_of_ids(branch) for branch in branches):
+        field["maxItems"] = max_items
+        return
+    for branch in branches:
+        if branch.get("type") == "array" and not _row_of_ids(branch):
+            branch["maxItems"] = max_items
+
+
+def _row_of_ids(schema: dict[str, Any]) -> bool:
+    items = schema.get("items")
+    return isinstance(items, dict) and items.get("description") == schemas.TOKEN_ID
 
 
 def _bound_token_ids(schema: Any, largest: int) -> None:

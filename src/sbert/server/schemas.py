@@ -2,7 +2,7 @@
 
 Bodies are parsed in three steps so that each failure has its own status: bytes that are not UTF-8
 or not JSON are a 400 naming the byte or line; a list longer than ``max_items`` is a 413 before any
-item is looked at; then the schema (strict: no ``"5"`` for 5, no unknown fields) is a 422 naming the
+item is looked at (one list of token ids is one input: its length is tokens, not items); then the schema (strict: no ``"5"`` for 5, no unknown fields) is a 422 naming the
 field and the item's index, e.g. ``input[3]: expected a string, got null``. On TEI's routes the same
 errors take TEI's shape and statuses (:meth:`APIError.answer`).
 """
@@ -368,7 +368,7 @@ def parse_body(
     if isinstance(data.get("inputs"), dict):  # TEI's /similarity: the sentences are under inputs
         lists.append(("inputs.sentences", data["inputs"].get("sentences")))
     for name, items in lists:
-        if isinstance(items, list) and len(items) > max_items:
+        if isinstance(items, list) and len(items) > max_items and not one_row_of_ids(name, items):
             raise APIError(
                 413,
                 f"{name}: {len(items)} items, more than the limit of {max_items} per request",
@@ -379,6 +379,22 @@ def parse_body(
         return model.model_validate(data)  # type: ignore[return-value]
     except ValidationError as error:
         raise validation_error(error, model) from None
+
+
+def one_row_of_ids(name: str, items: list[Any]) -> bool:
+    """Whether ``items`` is one input's token ids (``input: [101, 2023]``, ``ids: [101]``): one input,
+    as TEI and OpenAI read a flat list of numbers, so its length is tokens, bounded as a text's are
+    (by the body's bytes and the model's limit), not items against ``max_items``; a list of lists
+    is that many inputs. The first item decides, as :func:`embedding_shape` decides.
+
+    Examples:
+        >>> one_row_of_ids("input", [101] * 3000), one_row_of_ids("input", [[101]] * 3000)
+        (True, False)
+        >>> one_row_of_ids("inputs", [101] * 3000)  # TEI's /embed takes text only
+        False
+    """
+    first = items[0] if items else None
+    return name in ("input", "ids") and isinstance(first, (int, float)) and not isinstance(first, bool)
 
 
 def validation_error(error: ValidationError, schema: type[BaseModel]) -> APIError:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sbert.server.batcher import InputTooLong
+from sbert.server.schemas import APIError
 
 
 def cosine_scores(query: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -55,3 +56,19 @@ def ranked(scores: np.ndarray, top_n: int | None = None) -> list[tuple[int, np.f
     scores = np.asarray(scores)
     order = np.argsort(-scores, kind="stable")[:top_n]
     return [(int(i), scores[i]) for i in order]
+
+
+def no_raw_scores(model_id: str) -> APIError:
+    """The 422 for ``raw_scores: true`` without a cross-encoder, in Cohere's body and TEI's alike:
+    a bi-encoder's score is a cosine, it has no logit to give raw.
+
+    Examples:
+        >>> no_raw_scores("mini").answer(tei=True)[0]
+        422
+    """
+    return APIError(
+        422,
+        "raw_scores: true needs a cross-encoder (start the server with --cross-encoder DIR); "
+        f"{model_id!r} scores by cosine",
+        "raw_scores",
+    )

@@ -63,3 +63,23 @@ class ServeOptions:
 def default(settings: type, name: str) -> object:
     """The default of one setting (for the command line's help)."""
     return next(item.default for item in fields(settings) if item.name == name)
+
+
+def check_served_names(entries: list[str]) -> None:
+    """Refuse a blank ``--served-model-name`` (``""``, ``MODEL=`` or spaces): a model served under
+    the empty name answers a request that names ``""``, and every answer names it ``""``.
+
+    Examples:
+        >>> check_served_names(["text-embedding-3-small", "mini=small"])
+        >>> check_served_names(["mini="])
+        Traceback (most recent call last):
+        ...
+        ValueError: --served-model-name 'mini=': the name after MODEL= is empty; give a name, or leave the flag out
+    """
+    for entry in entries:
+        _, equals, name = entry.rpartition("=")
+        if not name.strip():
+            where = "the name after MODEL= is" if equals else "the name is"
+            raise ValueError(
+                f"--served-model-name {entry!r}: {where} empty; give a name, or leave the flag out"
+            )

@@ -17,10 +17,11 @@ with ``error_type: "Validation"``. The message is sbert's, naming the field and 
 OpenAI's and sbert's routes keep sbert's shape. TEI's routes name no model: they serve the default
 one (the first ``--model``) and name it in the ``x-sbert-model`` header.
 
-Two things sbert does not do are refused by name rather than answered differently:
+Three things sbert does not do are refused by name rather than answered differently:
 ``truncation_direction: "Left"`` when an input is in fact over the limit (sbert keeps the start of a
-long input), and ``normalize: false`` for a model whose last layer normalizes (its vectors are unit
-length by design).
+long input), ``normalize: false`` for a model whose last layer normalizes (its vectors are unit
+length by design), and /rerank's ``raw_scores: true`` without a cross-encoder (a cosine has no raw
+form; 422 ``Validation``, as sbert's own body answers it).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from sbert.server.schemas import (
     decode_shape,
     parse_body,
 )
-from sbert.server.scoring import cosine_scores, cross_encoder_scores, ranked
+from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, await_worker, read_body, services_of, version
 
 INPUTS = "inputs[{}]".format
@@ -198,7 +199,8 @@ async def info(request: Request) -> Response:
 
 async def rerank(service: Service, body: TEIRerankRequest) -> Response:
     """TEI's ``/rerank``: ``[{"index", "score"[, "text"]}]``, best first; the cross-encoder's score
-    (``raw_scores``: its logit rather than the sigmoid), else the cosine of the served model's vectors."""
+    (``raw_scores``: its logit rather than the sigmoid), else the cosine of the served model's vectors
+    (``raw_scores: true`` then a 422, as in Cohere's body)."""
     truncate, texts = bool(body.truncate), body.texts
     cross_encoder = service.cross_encoder
     if cross_encoder is not None:
@@ -218,6 +220,8 @@ async def rerank(service: Service, body: TEIRerankRequest) -> Response:
             lambda i: f"texts[{i}]",
         )
     else:
+        if body.raw_scores:  # refused as Cohere's body refuses it: a cosine has no raw form
+            raise no_raw_scores(service.model_id)
         names: Callable[[int], str] = lambda i: f"texts[{i - 1}]" if i else "query"  # noqa: E731
         result = await service.embed([body.query, *texts], truncate, names)
         refuse_left(body.truncation_direction, [i for i, _ in result.truncated], names)
