@@ -49,7 +49,9 @@ def main() -> None:
     pairs = [(p.sentence1, p.sentence2) for p in stsb]
     sentences = [s for pair in pairs for s in pair]
     torch.manual_seed(0)
-    cross = CrossEncoder.from_pretrained(num_labels=1, device="cpu")
+    # Both sides on PyTorch float32, as the figures in docs/benchmarks.md were measured;
+    # cross_encoder_speed.py measures the cross-encoder's engines.
+    cross = CrossEncoder.from_pretrained(num_labels=1, device="cpu", precision="float32", backend="torch")
     bi = SentenceEncoder.from_pretrained(
         device="cpu", precision="float32", backend="torch"
     )  # PyTorch engine; encode_speed.py compares engines

@@ -18,7 +18,7 @@ PAIRS = [
 @pytest.fixture()
 def regression(tiny_model_dir: Path) -> CrossEncoder:
     torch.manual_seed(0)
-    return CrossEncoder.from_pretrained(tiny_model_dir, num_labels=1, device="cpu")
+    return CrossEncoder.from_pretrained(tiny_model_dir, num_labels=1, device="cpu", precision="float32")
 
 
 def test_pair_tokens_are_cls_a_sep_b_sep(regression: CrossEncoder) -> None:
@@ -82,7 +82,7 @@ def test_save_load_round_trip(regression: CrossEncoder, tmp_path: Path) -> None:
     files = {p.name for p in (tmp_path / "ce").iterdir()}
     assert {"config.json", "model.safetensors", CONFIG_FILE, "tokenizer.json"} <= files
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in files)
-    loaded = CrossEncoder.from_pretrained(tmp_path / "ce", device="cpu")
+    loaded = CrossEncoder.from_pretrained(tmp_path / "ce", device="cpu", precision="float32")
     assert loaded.num_labels == 1
     np.testing.assert_allclose(loaded.predict(PAIRS), regression.predict(PAIRS), atol=1e-6)
     assert json.loads((tmp_path / "ce" / CONFIG_FILE).read_text())["head"] == "regression"

@@ -1,0 +1,125 @@
+"""Cross-encoder scoring on the CPU: sbert's CrossEncoder against sentence-transformers' on the same
+model and pairs.
+
+The model is the bundled all-MiniLM-L6-v2 with a new one-label head (seeded; an untrained head costs
+what a trained one does), saved once and loaded by both libraries from that folder. The pairs are the
+STSb test pairs. Three runners, in one process, alternating every repeat after a warm-up (the warm-up
+includes sbert's one-off graph compilation, timed apart): sbert's default (``precision="auto"``: what
+the plan picks on this CPU), sbert in float32 (exact) and sentence-transformers' ``predict``. Figures
+are medians of the repeats; each ratio is taken per repeat, so that machine noise hits both sides alike.
+Each sbert side's scores are compared with sentence-transformers' (max absolute difference, logits).
+
+    flock /tmp/sbert-heavy.lock python benchmarks/cross_encoder_speed.py --data-dir ../shared/data
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy.stats import spearmanr
+from sentence_transformers import CrossEncoder as TheirCrossEncoder
+
+from alternating import alternating_rates
+from sbert import CrossEncoder
+from sbert.data import read_stsb
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=None, help="data directory (default: $SBERT_DATA)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--output", default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    pairs = [(p.sentence1, p.sentence2) for p in read_stsb("test", args.data_dir)]
+    with tempfile.TemporaryDirectory() as folder:
+        torch.manual_seed(0)
+        CrossEncoder.from_pretrained(num_labels=1, device="cpu", precision="float32").save(
+            Path(folder) / "ce"
+        )
+        path = str(Path(folder) / "ce")
+        default = CrossEncoder(path, device="cpu")
+        exact = CrossEncoder(path, device="cpu", precision="float32")
+        theirs = TheirCrossEncoder(path, device="cpu")
+        result = measure(args, pairs, {"sbert default": default, "sbert float32": exact}, theirs)
+    report(args, result)
+
+
+def measure(
+    args: argparse.Namespace,
+    pairs: list[tuple[str, str]],
+    ours: dict[str, CrossEncoder],
+    theirs: TheirCrossEncoder,
+) -> dict[str, object]:
+    identity = torch.nn.Identity()
+    first_call = {}
+    for name, model in ours.items():  # the graph compiles on the first call
+        start = time.perf_counter()
+        model.predict(pairs[:8], show_progress_bar=False)
+        first_call[name] = time.perf_counter() - start
+    runners = {
+        name: (lambda model=model: model.predict(pairs, batch_size=args.batch_size, show_progress_bar=False))
+        for name, model in ours.items()
+    }
+    runners["sentence-transformers"] = lambda: theirs.predict(
+        pairs, batch_size=args.batch_size, show_progress_bar=False
+    )
+    for run in runners.values():  # warm-up
+        run()
+    rates = alternating_rates(runners, args.repeats, len(pairs))
+    quiet = {"batch_size": args.batch_size, "show_progress_bar": False, "activation_fn": identity}
+    reference = theirs.predict(pairs, **quiet)
+    logits = {name: model.predict(pairs, **quiet) for name, model in ours.items()}
+    differences = {name: float(np.abs(values - reference).max()) for name, values in logits.items()}
+    agreement = {name: float(spearmanr(values, reference)[0]) for name, values in logits.items()}
+    ratios = {name: [a / b for a, b in zip(rates[name], rates["sentence-transformers"])] for name in ours}
+    return {
+        "date": date.today().isoformat(),
+        "cpu": platform.processor() or platform.machine(),
+        "threads": args.threads,
+        "pairs": len(pairs),
+        "batch_size": args.batch_size,
+        "plans": {name: f"{model.plan.precision} on {model.plan.backend}" for name, model in ours.items()},
+        "first_call_seconds": first_call,
+        "pairs_per_second": {name: statistics.median(values) for name, values in rates.items()},
+        "ratio_median": {name: statistics.median(values) for name, values in ratios.items()},
+        "ratios": ratios,
+        "max_abs_logit_difference": differences,
+        "spearman_with_sentence_transformers": agreement,
+        "logit_std": float(reference.std()),
+    }
+
+
+def report(args: argparse.Namespace, result: dict) -> None:
+    print(f"{result['pairs']} STSb test pairs, batch {args.batch_size}, {args.threads} threads")
+    for name, rate in result["pairs_per_second"].items():
+        plan = result["plans"].get(name, "float32 on torch")
+        print(f"  {name:<22} {rate:8.1f} pairs/s  ({plan}, median of {args.repeats})")
+    for name, ratios in result["ratios"].items():
+        print(
+            f"  {name} / sentence-transformers: {result['ratio_median'][name]:.2f} (per repeat "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f"); max |logit difference| {result['max_abs_logit_difference'][name]:.2g}"
+            + f" (logit std {result['logit_std']:.2g}), Spearman with theirs"
+            + f" {result['spearman_with_sentence_transformers'][name]:.5f}"
+            + f"; first call {result['first_call_seconds'][name]:.1f} s"
+        )
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The cross-encoder on sbert's CPU engines: a BERT classifier split into the parts the runners take.
+
+The runners of :mod:`sbert.inference.runners` compute ``pooling(transformer(token ids))`` on padded
+batches (PyTorch float32 or bf16, OpenVINO) or packed rows (OpenVINO). A BERT sequence classifier is
+that with ``[CLS] → pooler → classifier`` as its pooling (:class:`PairHead`), so the bi-encoder's
+plans, runners, compiled graphs and their probes serve it unchanged. Only one thing does not fit:
+runners carry token ids alone, and a pair needs its segment ids (0 for the first sentence, 1 for the
+second). Each id therefore carries its segment: ``id + segment · vocab_size`` (:func:`pair_ids`),
+and the model's first step splits them again (:class:`PairModel`), inside the compiled graph too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from sbert.modules import Tokenized, Transformer
+
+
+@dataclass
+class TokenizedPairs:
+    """Token ids and segment ids (0 for A, 1 for B) of each pair, unpadded; how many were truncated."""
+
+    ids: list[list[int]]
+    token_types: list[list[int]]
+    truncated: int
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(ids) for ids in self.ids]
+
+
+def tokenize_pairs(
+    tokenizer: PreTrainedTokenizerBase, pairs: Sequence[tuple[str, str]], max_length: int
+) -> TokenizedPairs:
+    """``[CLS] A [SEP] B [SEP]`` per pair, unpadded, the longer sentence cut first past ``max_length``."""
+    encoded = tokenizer(
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        truncation="longest_first",
+        max_length=max_length,
+        padding=False,
+        return_attention_mask=False,
+        return_token_type_ids=True,
+    )
+    truncated = sum(1 for encoding in encoded.encodings if encoding.overflowing)
+    return TokenizedPairs(encoded["input_ids"], encoded["token_type_ids"], truncated)
+
+
+def pair_ids(tokenized: TokenizedPairs, vocab_size: int) -> list[list[int]]:
+    """Each token id with its segment folded in: ``id + segment · vocab_size``.
+
+    Examples:
+        >>> pair_ids(TokenizedPairs([[2, 7, 3, 9, 3]], [[0, 0, 0, 1, 1]], 0), vocab_size=100)
+        [[2, 7, 3, 109, 103]]
+    """
+    return [
+        [token + segment * vocab_size for token, segment in zip(ids, types)]
+        for ids, types in zip(tokenized.ids, tokenized.token_types)
+    ]
+
+
+class PairModel(nn.Module):
+    """A BERT that takes :func:`pair_ids`: it splits each id into token and segment, then runs.
+
+    It holds the classifier's head too, unused here, so that the runners' weight fingerprint
+    (``parameter_version``) sees a trained head and compiles again.
+    """
+
+    def __init__(self, bert: Any, head: nn.Module) -> None:  # a transformers BertModel
+        super().__init__()
+        self.bert = bert
+        self.head = head
+        self.vocab_size = int(bert.config.vocab_size)
+
+    @property
+    def config(self) -> Any:
+        """The BERT's config (the runners read its type and positions)."""
+        return self.bert.config
+
+    @property
+    def embeddings(self) -> PairEmbeddings:
+        """The embeddings as :class:`~sbert.inference.fast_bert.FastBert` reads them (bf16 on PyTorch)."""
+        return PairEmbeddings(self.bert.embeddings, self.vocab_size)
+
+    @property
+    def encoder(self) -> Any:
+        return self.bert.encoder
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        token_type_ids: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        return_dict: bool = True,
+    ) -> Any:
+        segments = torch.div(input_ids, self.vocab_size, rounding_mode="floor")  # (batch, seq)
+        tokens = input_ids - segments * self.vocab_size
+        return self.bert(
+            input_ids=tokens,
+            attention_mask=attention_mask,
+            token_type_ids=segments,
+            position_ids=position_ids,
+            return_dict=True,
+        )
+
+
+class PairEmbeddings:
+    """A BERT's embeddings seen through :func:`pair_ids`, for FastBert, which adds segment 0's vector
+    to every token: the word table doubles, its second half holding each word plus the difference
+    between segment 1's vector and segment 0's, so that a folded id looks up its own segment."""
+
+    def __init__(self, embeddings: Any, vocab_size: int) -> None:
+        self._embeddings, self.vocab_size = embeddings, vocab_size
+        self.position_embeddings = embeddings.position_embeddings
+        self.token_type_embeddings = embeddings.token_type_embeddings
+        self.LayerNorm = embeddings.LayerNorm
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        """(2 · vocab, hidden): built when read (FastBert reads it once, when it converts)."""
+        with torch.no_grad():
+            words = self._embeddings.word_embeddings.weight  # (vocab, hidden)
+            types = self.token_type_embeddings.weight  # (2, hidden)
+            table = torch.cat([words, words + (types[1] - types[0])])
+        return nn.Embedding.from_pretrained(table, freeze=True)
+
+
+class PairHead(nn.Module):
+    """BERT's classifier after the encoder, in the place of a bi-encoder's pooling: the first
+    token (``[CLS]``) → pooler (dense, tanh) → dropout → linear, giving (batch, num_labels) logits."""
+
+    include_prompt = True  # the plans ask pooling this
+
+    def __init__(self, pooler: nn.Module, dropout: nn.Module, classifier: nn.Linear) -> None:
+        super().__init__()
+        self.pooler, self.dropout, self.classifier = pooler, dropout, classifier
+        self.output_dim = int(classifier.out_features)
+
+    def forward(self, token_embeddings: Tensor, attention_mask: Tensor, prompt_length: int = 0) -> Tensor:
+        return self.classifier(self.dropout(self.pooler(token_embeddings)))  # (batch, num_labels)
+
+
+LONE_TEXT_PARTNER = "A second sentence."
+
+
+class PairTransformer(Transformer):
+    """The runners' input module for a cross-encoder: pairs in, token vectors of :class:`PairModel` out.
+
+    ``tokenize`` also takes lone texts (the engines' probe and calibration sentences), read as the
+    pair ``(text, LONE_TEXT_PARTNER)`` so that both segments are exercised. Not ``(text, text)``:
+    cutting a pair of two long texts makes the tokenizer list every combination of their overflowing
+    pieces (30 s for the probe's long text at ``max_length=8``).
+    """
+
+    def __init__(self, network: PairModel, tokenizer: PreTrainedTokenizerBase, max_seq_length: int) -> None:
+        super().__init__(network, tokenizer, max_seq_length=max_seq_length)  # type: ignore[arg-type]
+        self.vocab_size = network.vocab_size
+
+    def tokenize(self, texts: Sequence[Any]) -> Tokenized:
+        pairs = [(item, LONE_TEXT_PARTNER) if isinstance(item, str) else item for item in texts]
+        tokenized = tokenize_pairs(self.tokenizer, pairs, self.max_seq_length)
+        return Tokenized(pair_ids(tokenized, self.vocab_size), tokenized.truncated)
+
+
+@dataclass
+class EngineParts:
+    """What the runners take for a cross-encoder: the input module and the head in pooling's place."""
+
+    transformer: PairTransformer
+    head: PairHead
+
+
+def engine_parts(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, max_seq_length: int
+) -> EngineParts | None:
+    """Split a BERT sequence classifier for the runners; ``None`` for other architectures, which run
+    as one PyTorch module in float32."""
+    bert = getattr(model, "bert", None)
+    classifier = getattr(model, "classifier", None)
+    dropout = getattr(model, "dropout", None)
+    pooler = getattr(bert, "pooler", None)
+    if not (
+        getattr(model.config, "model_type", "") == "bert"
+        and isinstance(classifier, nn.Linear)
+        and isinstance(dropout, nn.Dropout)
+        and pooler is not None
+        and len(tokenizer) <= int(model.config.vocab_size)  # else the folded ids would overlap
+    ):
+        return None
+    head = PairHead(pooler, dropout, classifier)  # type: ignore[arg-type]  # checked just above
+    network = PairModel(bert, head)
+    transformer = PairTransformer(network, tokenizer, max_seq_length=max_seq_length)
+    return EngineParts(transformer, head)

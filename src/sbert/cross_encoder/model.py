@@ -1,0 +1,369 @@
+"""The :class:`CrossEncoder` class: loading, scoring (sbert's and sentence-transformers' names), saving."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from sbert import __version__
+from sbert.batching import length_sorted_batches
+from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
+from sbert.cross_encoder.loading import (
+    Activation,
+    check_st_options,
+    constructor_error,
+    load_folder,
+    save_folder,
+    sbert_default_activation,
+    st_default_activation,
+)
+from sbert.cross_encoder.ranking import RankMethods
+from sbert.cross_encoder.scores import activated, as_pairs, converted
+from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
+from sbert.files import replace_dir, staging_dir
+from sbert.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.inference.cpu import this_cpu
+from sbert.inference.planning import Planning
+from sbert.inference.runner import RunOptions
+from sbert.inference.runners import Runners
+from sbert.modules.transformer import default_max_seq_length
+
+logger = logging.getLogger("sbert")
+
+_MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class _Engine:
+    """The runners' parts of a BERT classifier (:mod:`sbert.cross_encoder.engine`), kept off the
+    module tree: they share the classifier's weights, which must not be saved or moved twice."""
+
+    def __init__(self, parts: EngineParts) -> None:
+        self.parts = parts
+        # The head stands in for Pooling: called on token vectors and mask, with an output_dim.
+        self.runners = Runners(parts.transformer, parts.head, [])  # type: ignore[arg-type]
+
+
+class CrossEncoder(Planning, RankMethods, nn.Module):
+    """One transformer reading a sentence pair, with a regression or classification head.
+
+    Built as sentence-transformers' ``CrossEncoder`` is, from a name or path, or from a loaded
+    Hugging Face model and its tokenizer (sbert's older form).
+
+    Args:
+        model_name_or_path: A local folder (sentence-transformers' CrossEncoder format, sbert's, or a
+            plain Hugging Face sequence-classification folder), a hub id ``org/name`` (needs
+            internet), or a loaded ``AutoModelForSequenceClassification``.
+        tokenizer: With a loaded model: its fast tokenizer.
+        max_seq_length: Pairs longer than this many tokens (both sentences and special tokens) are
+            cut, the longer sentence first (default: saved, else the model's limit).
+        name: What the model was loaded from, for display.
+        num_labels: Outputs of the head: 1 for regression, k for classification (default: saved,
+            else 1). A different number than saved starts a new, untrained head.
+        max_length: sentence-transformers' name of ``max_seq_length``.
+        activation_fn: Applied to the logits by :meth:`predict` (default: the saved one, else
+            sentence-transformers' default: a sigmoid for one label, the logits for k).
+        device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
+        label_names: Names of the k classes (default ``LABEL_0``, ...).
+        precision: The compute precision on the CPU, as for ``SentenceEncoder.from_pretrained``:
+            ``"auto"`` (bf16 where the CPU has it natively, else float32), ``"float32"`` (exact), ...
+        backend: ``"auto"`` (OpenVINO on the CPU when installed), ``"torch"`` or ``"openvino"``.
+
+    Examples:
+        >>> from sbert import CrossEncoder
+        >>> model = CrossEncoder.from_pretrained(num_labels=1)   # bundled weights, untrained head
+        >>> model.predict([("A man plays guitar.", "Someone makes music.")]).shape
+        (1,)
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str | Path | PreTrainedModel | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        max_seq_length: int | None = None,
+        name: str | None = None,
+        *,
+        num_labels: int | None = None,
+        max_length: int | None = None,
+        activation_fn: Activation | None = None,
+        device: str | torch.device | None = None,
+        label_names: Sequence[str] | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+        **st_options: Any,
+    ) -> None:
+        super().__init__()
+        check_st_options(st_options, backend)
+        saved_activation = None
+        if isinstance(model_name_or_path, str | Path):
+            loaded = load_folder(resolve_model_path(model_name_or_path), num_labels, label_names)
+            model, tokenizer = loaded.model, loaded.tokenizer
+            max_seq_length = max_length or max_seq_length or loaded.max_seq_length
+            saved_activation, name = loaded.activation, name or str(model_name_or_path)
+        elif not isinstance(model_name_or_path, PreTrainedModel) or tokenizer is None:
+            raise TypeError(constructor_error(model_name_or_path))
+        else:
+            model, max_seq_length = model_name_or_path, max_length or max_seq_length
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name or "unnamed"
+        self._accepts_token_types = "token_type_ids" in tokenizer.model_input_names
+        self.activation_fn: Activation = (
+            activation_fn or saved_activation or st_default_activation(self.num_labels)
+        )
+        self._activation_chosen = activation_fn is not None or saved_activation is not None
+        self._max_seq_length = 0
+        parts = engine_parts(model, tokenizer, max_seq_length or default_max_seq_length(model, tokenizer))
+        self._engine = _Engine(parts) if parts is not None else None
+        self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
+        self.cpu_capabilities = this_cpu()
+        self.requested_precision, self.requested_backend = precision, backend
+        self.calibration_sentences: Sequence[str] | None = None
+        self._plans = {}
+        self._failures = []
+        self.eval()
+        if isinstance(model_name_or_path, str | Path) or device is not None:
+            self.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path | None = None,
+        num_labels: int | None = None,
+        label_names: Sequence[str] | None = None,
+        max_seq_length: int | None = None,
+        device: str | torch.device | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+    ) -> CrossEncoder:
+        """Load a cross-encoder, or start one from an encoder's weights with a new head.
+
+        As the constructor, but ``None`` is the bundled all-MiniLM-L6-v2, and a model saved without
+        an activation scores k labels as probabilities (a softmax), as sbert always has.
+
+        A new head is initialised from torch's random generator: call ``torch.manual_seed`` first
+        for a reproducible start.
+        """
+        model = cls(
+            resolve_model_path(name_or_path),
+            max_seq_length=max_seq_length,
+            name=str(name_or_path or DEFAULT_MODEL),
+            num_labels=num_labels,
+            label_names=label_names,
+            device=device,
+            precision=precision,
+            backend=backend,
+        )
+        if not model._activation_chosen:
+            model.activation_fn = sbert_default_activation(model.num_labels)
+        return model
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "activation_fn":  # a plain attribute, not a submodule: it has no weights to save
+            object.__setattr__(self, name, value)
+            return
+        super().__setattr__(name, value)
+
+    @property
+    def input_module(self) -> Any:  # type: ignore[override]
+        """The runners' input module (:class:`~sbert.cross_encoder.engine.PairTransformer`)."""
+        return self._engine.parts.transformer if self._engine else None
+
+    @property
+    def pooling(self) -> Any:  # type: ignore[override]
+        """The classifier head in pooling's place (:class:`~sbert.cross_encoder.engine.PairHead`)."""
+        return self._engine.parts.head if self._engine else None
+
+    @property
+    def runners(self) -> Runners:  # type: ignore[override]
+        assert self._engine is not None, "only a BERT classifier runs on the engines"
+        return self._engine.runners
+
+    @property
+    def layers(self) -> Any:  # type: ignore[override]
+        return []
+
+    @property
+    def is_static(self) -> bool:
+        return False
+
+    @property
+    def max_seq_length(self) -> int:
+        """Pairs are cut to this many tokens (sentence-transformers' ``max_length`` too)."""
+        return self._max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        if not isinstance(value, int) or value < 3:
+            raise ValueError(
+                f"max_seq_length must be an int of at least 3 ([CLS] and two [SEP]), got {value!r}"
+            )
+        self._max_seq_length = value
+        if self._engine is not None:
+            self._engine.parts.transformer.max_seq_length = value
+
+    max_length = max_seq_length
+
+    @property
+    def num_labels(self) -> int:
+        return int(self.model.config.num_labels or 1)
+
+    @property
+    def config(self) -> Any:
+        """The Hugging Face model's config."""
+        return self.model.config
+
+    @property
+    def label_names(self) -> list[str]:
+        id2label: dict = self.model.config.id2label or {}
+        return [str(id2label.get(i, f"LABEL_{i}")) for i in range(self.num_labels)]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def tokenize(self, pairs: Sequence[tuple[str, str]]) -> TokenizedPairs:
+        """Token ids of ``[CLS] A [SEP] B [SEP]`` per pair, unpadded, cut to ``max_seq_length``."""
+        return tokenize_pairs(self.tokenizer, as_pairs(list(pairs))[0], self.max_seq_length)
+
+    def pad(self, ids: Sequence[Sequence[int]], token_types: Sequence[Sequence[int]]) -> dict[str, Tensor]:
+        """Pad a batch to its longest pair: ``input_ids``, ``attention_mask``, ``token_type_ids`` (batch, seq)."""
+        longest = max(len(row) for row in ids)
+        pad_id = self.tokenizer.pad_token_id or 0
+        input_ids = torch.full((len(ids), longest), pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(ids), longest), dtype=torch.long)
+        type_ids = torch.zeros((len(ids), longest), dtype=torch.long)
+        for row, (tokens, types) in enumerate(zip(ids, token_types)):
+            input_ids[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+            attention_mask[row, : len(tokens)] = 1
+            type_ids[row, : len(types)] = torch.tensor(types, dtype=torch.long)
+        features = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if self._accepts_token_types:
+            features["token_type_ids"] = type_ids
+        return features
+
+    def collate(self, pairs: Sequence[tuple[str, str]]) -> dict[str, Tensor]:
+        """Tokenize and pad a batch of pairs: the features :meth:`forward` takes (for training, too)."""
+        tokenized = self.tokenize(pairs)
+        return self.pad(tokenized.ids, tokenized.token_types)
+
+    def forward(self, features: dict[str, Tensor]) -> Tensor:
+        """Logits (batch, num_labels) of a padded batch, PyTorch float32; gradients flow when in
+        training mode."""
+        inputs = {key: value.to(self.device) for key, value in features.items() if key in _MODEL_INPUTS}
+        return self.model(**inputs, return_dict=True).logits
+
+    def logits(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        pack: bool = False,
+    ) -> Tensor:
+        """Raw scores (n, num_labels), float32 on the CPU, in input order, computed as :attr:`plan`
+        says on the CPU (the bi-encoder's engines) and by PyTorch float32 elsewhere.
+
+        Pairs are sorted by token length and padded per batch (or packed into rows where
+        ``pack=True`` and the plan packs), as in ``SentenceEncoder.encode``.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        pairs = as_pairs(list(pairs))[0]
+        if not pairs:
+            return torch.empty((0, self.num_labels), dtype=torch.float32)
+        tokenized = self.tokenize(pairs)
+        if show_progress_bar is None:
+            show_progress_bar = len(pairs) >= PROGRESS_BAR_MIN_SENTENCES
+        bar = tqdm(total=len(pairs), desc="Scoring pairs", unit="pair", disable=not show_progress_bar)
+        try:
+            if self._engine is not None and self.device.type == "cpu":
+                _, runner = self._runner(self.plan, pack)
+                ids = pair_ids(tokenized, self._engine.parts.transformer.vocab_size)
+                return runner.run(ids, RunOptions(batch_size=batch_size, pack=pack), bar.update)
+            return self._torch_logits(tokenized, batch_size, bar.update)
+        finally:
+            bar.close()
+
+    def _torch_logits(self, tokenized: TokenizedPairs, batch_size: int, progress: Any) -> Tensor:
+        """The whole Hugging Face model in float32, on padded length-sorted batches."""
+        logits = torch.empty((len(tokenized.ids), self.num_labels), dtype=torch.float32)
+        was_training = self.training
+        self.eval()
+        with torch.inference_mode():
+            for batch in length_sorted_batches(tokenized.lengths, batch_size):
+                features = self.pad(
+                    [tokenized.ids[i] for i in batch], [tokenized.token_types[i] for i in batch]
+                )
+                logits[torch.from_numpy(batch)] = self(features).float().cpu()
+                progress(len(batch))
+        self.train(was_training)
+        return logits
+
+    def predict(
+        self,
+        inputs: Sequence[tuple[str, str]] | tuple[str, str],
+        batch_size: int = 32,
+        apply_activation: bool = True,
+        show_progress_bar: bool | None = None,
+        *,
+        activation_fn: Activation | None = None,
+        apply_softmax: bool | None = False,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+    ) -> Any:
+        """Score pairs, as sentence-transformers' ``CrossEncoder.predict``; the output keeps the input order.
+
+        Args:
+            inputs: ``(sentence_a, sentence_b)`` pairs, or one pair.
+            batch_size: Pairs per forward pass.
+            apply_activation: ``False`` gives the raw logits (sbert's older switch).
+            show_progress_bar: Default: on for 1000 pairs or more.
+            activation_fn: Instead of :attr:`activation_fn` for this call.
+            apply_softmax: With k labels, a softmax over them after the activation.
+            convert_to_numpy: A numpy array (default); ``False`` gives a list of tensors.
+            convert_to_tensor: One tensor on the model's device (overrides ``convert_to_numpy``).
+
+        Returns:
+            (n,) for one label, (n, num_labels) otherwise; for one pair, its score (or k scores).
+
+        Examples:
+            >>> from sbert import CrossEncoder
+            >>> model = CrossEncoder.from_pretrained(num_labels=1)
+            >>> float(model.predict(("A man plays guitar.", "Someone makes music."))) < 1
+            True
+        """
+        pairs, single = as_pairs(inputs)
+        logits = self.logits(pairs, batch_size, show_progress_bar)
+        activation = (activation_fn or self.activation_fn) if apply_activation else None
+        scores = activated(logits, activation, apply_softmax).float()
+        return converted(scores, single, convert_to_numpy, convert_to_tensor, self.device)
+
+    def save(self, path: str | Path) -> None:
+        """Write a Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically;
+        sentence-transformers' ``CrossEncoder`` loads it with the same activation and length limit."""
+        path = Path(path)
+        staging = staging_dir(path)
+        try:
+            settings = {
+                "sbert_version": __version__,
+                "head": "regression" if self.num_labels == 1 else "classification",
+                "num_labels": self.num_labels,
+                "label_names": self.label_names,
+                "max_seq_length": self.max_seq_length,
+            }
+            save_folder(staging, self.model, self.tokenizer, self.activation_fn, settings)
+            replace_dir(staging, path)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
+        """:meth:`save` (sentence-transformers' other name); model cards are not written."""
+        self.save(path)
