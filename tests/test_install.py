@@ -59,6 +59,29 @@ def test_each_readme_command_makes_and_activates_the_venv_before_installing() ->
         assert not any(";" in step or "||" in step for step in steps), command  # a failure stops it
 
 
+def test_the_readme_python_floor_admits_every_installed_pin() -> None:
+    """A pin whose Requires-Python the README's floor misses sends pip backtracking for half an hour
+    (pymdown-extensions 13.1.2 needs 3.11.5; a Debian python3 3.11.2 never resolved, issue 45)."""
+    from importlib import metadata
+
+    from packaging.specifiers import SpecifierSet
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"On a fresh machine \(`python3` (\d+\.\d+\.\d+) or newer", readme)
+    assert found is not None
+    checked = 0
+    for name, version in _pins().items():
+        try:
+            installed = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an extra this environment lacks
+        requires = installed.metadata.get("Requires-Python")
+        if installed.version.split("+")[0] == version and requires:
+            assert found.group(1) in SpecifierSet(requires), f"{name}=={version} needs Python {requires}"
+            checked += 1
+    assert checked >= 50
+
+
 def test_the_install_page_gives_the_cpu_and_the_cuda_torch_commands() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "docs/getting-started.md#install" in readme  # the README's Start here links to it
