@@ -149,7 +149,7 @@ def check_devices(device: Any, pool: Any) -> str | None:
     if pool is not None:
         raise ValueError(
             "encode(pool=...): sbert encodes in one process and has no multi-process pool; drop pool= "
-            "(for a large corpus, `sbert store encode --engine ray` spreads the work)"
+            "(for a large corpus, `sbert encode FILE -o DIR/ --engine ray` spreads the work over a Ray cluster)"
         )
     if isinstance(device, list | tuple):
         if len(set(map(str, device))) > 1:

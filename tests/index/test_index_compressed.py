@@ -135,12 +135,14 @@ def test_full_disk_keeps_the_previous_index(tmp_path: Path, monkeypatch: pytest.
 def test_auto_respects_max_memory_and_says_why() -> None:
     assert choose_kind(1_000_000).kind == "hnsw"
     small = choose_kind(1_000_000, dim=384, max_memory=parse_bytes("1G"))
-    assert small.kind == "ivfpq" and "1.0 GiB allowed" in small.reason
+    assert small.kind == "ivfpq" and "(1.0 GiB allowed)" in small.reason
     assert memory_bytes("ivfpq", 40_000_000, 384) <= 8 * 2**30
     with pytest.raises(ValueError, match="no index kind serves 40,000,000"):
         choose_kind(40_000_000, dim=384, max_memory=parse_bytes("512M"))
     index = VectorIndex.build(clustered(n=50), max_memory=parse_bytes("8G"))
     assert index.kind == "flat" and index.choice is not None and "8.0 GiB" in index.choice
+    # The index's own size first, not the process's 400 MiB (issue 45: 3 vectors "needed 400 MiB").
+    assert choose_kind(3).reason.endswith(": 5 KiB in memory, 400 MiB with the process")
 
 
 def test_parse_bytes_names_bad_input() -> None:

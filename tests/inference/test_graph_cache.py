@@ -1,4 +1,5 @@
-"""The disk cache of calibrated graphs: built once, read back after, never stale, never in the way."""
+"""The disk cache of OpenVINO graphs (calibrated and float): built once, read back after, never stale,
+never in the way."""
 
 import contextlib
 import logging
@@ -79,6 +80,28 @@ def test_calibration_runs_once_then_the_graph_is_read(
     assert not list((tmp_path / "openvino").glob(".*"))  # no staging folder left behind
 
 
+def test_the_float_graph_is_converted_once_for_float32_and_bf16(
+    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A cold process reads the float graph back instead of converting it again (issue 45)."""
+    monkeypatch.setenv("SBERT_CACHE_DIR", str(tmp_path))
+    conversions: list[int] = []
+    convert = OpenVinoEngine._convert
+    monkeypatch.setattr(
+        OpenVinoEngine, "_convert", lambda self, *args: conversions.append(1) or convert(self, *args)
+    )
+    engines = [
+        OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, p) for p in ("float32", "bfloat16")
+    ]
+    again = OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "float32")
+    assert len(conversions) == 1 and len(list((tmp_path / "openvino").glob("*/model.xml"))) == 1
+    np.testing.assert_array_equal(_vectors(again, tiny_encoder), _vectors(engines[0], tiny_encoder))
+    with torch.no_grad():
+        tiny_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(1.5)
+    OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "float32")
+    assert len(conversions) == 2  # changed weights: converted again, never served stale
+
+
 def test_changed_weights_are_calibrated_again(tiny_encoder: SentenceEncoder, calibrations: list[int]) -> None:
     _engine(tiny_encoder)
     with torch.no_grad():
@@ -111,7 +134,7 @@ def test_unwritable_cache_warns_and_encodes(
     monkeypatch.setenv("SBERT_CACHE_DIR", str(blocker))
     with caplog.at_level(logging.WARNING, logger="sbert"):
         assert _vectors(_engine(tiny_encoder), tiny_encoder).shape == (3, 32)
-    assert "could not cache the calibrated graph" in caplog.text
+    assert "could not cache the OpenVINO graph" in caplog.text
 
 
 def test_cache_off_stores_nothing(

@@ -23,7 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("input", help="text file (one sentence a line), .jsonl, .csv/.tsv, or - for stdin")
-    parser.add_argument("--method", choices=METHODS, default="agglomerative")
+    parser.add_argument(
+        "--method",
+        choices=METHODS,
+        default="agglomerative",
+        help="how to group (default agglomerative; see above)",
+    )
     parser.add_argument(
         "--n-clusters", type=int, default=None, help="number of clusters (agglomerative, kmeans)"
     )
@@ -36,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-size", type=int, default=3, help="smallest community (community; default 3)")
     parser.add_argument("--seed", type=int, default=0, help="k-means seed")
     parser.add_argument("--json", action="store_true", help="one JSON line per cluster")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     add_text_arguments(parser)
     add_model_arguments(parser)
     parser.set_defaults(handler=run)

@@ -38,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--column", default="text", help="field holding the sentence in JSONL/CSV/Parquet (default: text)"
     )
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="cap on padded tokens per batch, to bound memory"
     )

@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="original",
         help="STS12-16 text: original release (default, as MTEB) or SentEval's tokenized copy",
     )
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     parser.add_argument(
         "--dimensions",
         type=int,

@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     source = build.add_mutually_exclusive_group(required=True)
     source.add_argument("--corpus", help="text file (one sentence a line), .jsonl or .csv/.tsv")
-    source.add_argument("--store", help="embedding store directory (`sbert store`): no encoding needed")
+    source.add_argument(
+        "--store", help="embedding store directory (`sbert encode FILE -o DIR/`): no encoding needed"
+    )
     build.add_argument(
         "--output",
         "-o",
@@ -66,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "model's prefix); searches cut their queries the same way",
     )
     add_text_arguments(build)
-    build.add_argument("--batch-size", type=int, default=32)
+    build.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     add_model_arguments(build)
     add_prompt_arguments(build, default="the model's document prompt, as encode_document()")
     build.set_defaults(handler=run_build)

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--min-score", type=float, default=None, help="drop pairs below this cosine similarity"
     )
     parser.add_argument("--json", action="store_true", help="one JSON line per pair")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     add_text_arguments(parser)
     add_model_arguments(parser)
     parser.set_defaults(handler=run)

@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--document-prompt-name", default=None, help="corpus prompt (default: the model's document prompt)"
     )
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     parser.add_argument(
         "--skip-bad-lines", action="store_true", help="skip malformed input lines (and count them)"
     )

@@ -26,7 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_server_arguments(parser)
     _add_batching_arguments(parser)
     parser.add_argument(
-        "--log-level", default=ServeOptions.log_level, choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        default=ServeOptions.log_level,
+        choices=["debug", "info", "warning", "error"],
+        help=f"the HTTP server's log level (default {ServeOptions.log_level})",
     )
     add_model_arguments(parser, several=True)
     parser.set_defaults(handler=run)
@@ -36,7 +39,12 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--host", default=ServeOptions.host, help="address to bind (default 127.0.0.1: this machine only)"
     )
-    parser.add_argument("--port", type=int, default=ServeOptions.port)
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=ServeOptions.port,
+        help=f"TCP port to listen on (default {ServeOptions.port})",
+    )
     parser.add_argument("--index", default=None, help="index directory from `sbert index build`, for /search")
     parser.add_argument(
         "--cross-encoder",
@@ -159,18 +167,23 @@ def run(args: argparse.Namespace) -> int:
         name: each or [Path(str(models[name].name)).name]
         for name, each in served_names(args.model, list(models), args.served_model_name).items()
     }
+    packed = ", packed batches" if args.pack and model.packs else ""
     print(
-        f"sbert serve: {' = '.join(names[first])}: {model.name} ({model.precision}, {model.backend}"
-        f"{', packed batches' if args.pack and model.packs else ''}) on http://{args.host}:{args.port}",
+        f"sbert serve: {_described(names[first], model, packed)} on http://{args.host}:{args.port}",
         file=sys.stderr,
         flush=True,
     )
     for name, other in more:
-        print(
-            f"sbert serve: also {' = '.join(names[name])}: {other.name} ({other.precision}, {other.backend})",
-            file=sys.stderr,
-        )
+        print(f"sbert serve: also {_described(names[name], other)}", file=sys.stderr)
     return serve([(names[name], each) for name, each in models.items()], options)
+
+
+def _described(names: list[str], model: Any, packed: str = "") -> str:
+    """``NAME = ALIAS: MODEL (precision, backend)``; the model once when it goes by its own name."""
+    shown = " = ".join(names)
+    if str(model.name) not in names:
+        shown += f": {model.name}"
+    return f"{shown} ({model.precision}, {model.backend}{packed})"
 
 
 def load_models(args: argparse.Namespace) -> dict[str, Any]:

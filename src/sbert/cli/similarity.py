@@ -15,7 +15,12 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("similarity", help="similarity matrix of the sentences given")
     parser.add_argument("sentences", nargs="+", help="two or more sentences")
-    parser.add_argument("--metric", choices=METRICS, default="cosine")
+    parser.add_argument(
+        "--metric",
+        choices=METRICS,
+        default="cosine",
+        help="score of two vectors (default cosine; euclidean and manhattan: negated distances)",
+    )
     add_model_arguments(parser)
     add_prompt_arguments(parser)
     parser.set_defaults(handler=run)

@@ -91,7 +91,9 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pooling", choices=POOLING_MODES, default=None, help="override the base's pooling")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     parser.add_argument("--max-pairs", type=int, default=None, help="train on a random subset of N examples")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--seed", type=int, default=42, help="seed of shuffling and initialisation (default 42)"
+    )
     parser.add_argument("--epochs", type=int, default=None, help="default: the recipe's (nli 1, stsb 4)")
     parser.add_argument(
         "--batch-size",
@@ -137,8 +139,18 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", required=True, help="training file: .csv, .tsv or .jsonl with a header")
-    parser.add_argument("--loss", choices=FILE_LOSSES, required=True)
-    parser.add_argument("--format", choices=TRAINING_FORMATS, default="auto")
+    parser.add_argument(
+        "--loss",
+        choices=FILE_LOSSES,
+        required=True,
+        help="training objective (docs/guides/training.md: which loss for which data)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=TRAINING_FORMATS,
+        default="auto",
+        help="training file format (default: by extension)",
+    )
     parser.add_argument("--dev", default=None, help="scored dev pairs (sentence1, sentence2, score)")
     parser.add_argument(
         "--dev-retrieval",

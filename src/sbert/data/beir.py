@@ -79,7 +79,7 @@ def load_retrieval_set(
 ) -> RetrievalSet:
     """A proxy set by name (``stsb-proxy``, ``snli-proxy``), a downloaded BEIR set by name (``scifact``,
     ``nfcorpus``), or a BEIR folder by path: what ``sbert evaluate retrieval`` and
-    ``sbert train --dev-retrieval`` take.
+    ``sbert train file --dev-retrieval`` take.
 
     Examples:
         >>> load_retrieval_set("stsb-proxy", "../shared/data").name

@@ -223,7 +223,7 @@ def evaluate_retrieval(
 
 class RetrievalEvaluator:
     """NDCG@10 and the other retrieval metrics of a model on a retrieval set, for the
-    :class:`~sbert.training.trainer.Trainer` (``sbert train --dev-retrieval``): the best model by NDCG@10
+    :class:`~sbert.training.trainer.Trainer` (``sbert train file --dev-retrieval``): the best model by NDCG@10
     is kept. Exact search, the model's query and document prompts.
 
     Examples:

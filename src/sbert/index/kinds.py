@@ -129,9 +129,9 @@ def choose_kind(count: int, dim: int = 384, max_memory: int | None = None) -> Ch
     for kind in ladder[ladder.index(first) :]:
         need = memory_bytes(kind, count, dim)
         if max_memory is None or need <= max_memory:
-            limit = f", needs {format_bytes(need)}" + (
-                f" of the {format_bytes(max_memory)} allowed" if max_memory is not None else ""
-            )
+            # The index's own bytes first: "needs 400 MiB" for 3 vectors read as the index's size.
+            limit = f": {format_bytes(need - BASE_BYTES)} in memory, {format_bytes(need)} with the process"
+            limit += f" ({format_bytes(max_memory)} allowed)" if max_memory is not None else ""
             return Choice(kind, f"chose {kind} for {by_size}{limit}")
     smallest = min(memory_bytes(kind, count, dim) for kind in INDEX_KINDS)
     raise ValueError(
@@ -155,8 +155,15 @@ def parse_bytes(text: str) -> int:
 
 
 def format_bytes(count: float) -> str:
-    """Bytes in GiB or MiB, one decimal."""
-    return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
+    """Bytes in GiB (one decimal), MiB or KiB.
+
+    Examples:
+        >>> format_bytes(3 * 1544), format_bytes(400 * 2**20), format_bytes(1.5 * 2**30)
+        ('5 KiB', '400 MiB', '1.5 GiB')
+    """
+    if count >= 2**30:
+        return f"{count / 2**30:.1f} GiB"
+    return f"{count / 2**20:.0f} MiB" if count >= 2**20 else f"{max(count / 2**10, 1):.0f} KiB"
 
 
 def make_faiss_index(kind: str, dim: int, params: dict[str, int]) -> Any:

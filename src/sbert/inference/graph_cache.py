@@ -1,7 +1,8 @@
-"""Calibrated OpenVINO graphs kept on disk, so int8 calibration runs once per machine, not per process.
+"""OpenVINO graphs kept on disk, so int8 calibration runs once per machine, not per process, and
+a new process does not convert the float graph again.
 
-Calibrating takes about 5 s; reading the stored graph back, its checksum checked, a fraction of a
-second. A graph is stored under a fingerprint of everything it was made from (the module's structure
+Calibrating takes about 5 s, converting the float graph about 1 s; reading the stored graph back,
+its checksum checked, a fraction of a second. A graph is stored under a fingerprint of everything it was made from (the module's structure
 and weights, the calibration token ids, the recipe, and the library versions), so changed weights or
 a new calibration set never reuse a stale graph.
 
@@ -93,8 +94,8 @@ def load_or_build(key: str, build: Callable[[], Any]) -> Any:
             _unwritable.add(str(root))
             detail = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
             logger.warning(
-                "could not cache the calibrated graph in %s (%s); it runs from memory and is "
-                "calibrated again in each process until the cache can be written",
+                "could not cache the OpenVINO graph in %s (%s); it runs from memory and is "
+                "made again in each process until the cache can be written",
                 folder,
                 detail,
             )
