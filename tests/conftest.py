@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.cuda_rules import CudaRules
+from tests.cuda_rules import cuda_rules as enter_cuda_rules
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from sbert import SentenceEncoder
 from sbert.inference.cpu import this_cpu
 from sbert.inference.precision import openvino_installed
-from tests.cuda_rules import CudaRules
-from tests.cuda_rules import cuda_rules as enter_cuda_rules
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -154,7 +154,9 @@ class CudaRules(TorchDispatchMode):
                 self.device_tensors[tensor] = True
 
     def is_on_device(self, tensor: Tensor) -> bool:
-        return tensor in self.device_tensors or (tensor._base is not None and tensor._base in self.device_tensors)
+        return tensor in self.device_tensors or (
+            tensor._base is not None and tensor._base in self.device_tensors
+        )
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -234,7 +236,9 @@ class CudaRules(TorchDispatchMode):
         with _disable_current_modes():
             return result.clone() if result is source else result  # a new, host tensor
 
-    def _read(self, original: Callable[..., Any], what: str, tensor: Tensor, *args: Any, **kwargs: Any) -> Any:
+    def _read(
+        self, original: Callable[..., Any], what: str, tensor: Tensor, *args: Any, **kwargs: Any
+    ) -> Any:
         if self.is_on_device(tensor):
             self._record(self.syncs, what)
         return original(tensor, *args, **kwargs)

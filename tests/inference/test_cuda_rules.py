@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-
 from tests.cuda_rules import CudaRuleError, CudaRules
 
 

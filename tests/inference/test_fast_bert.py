@@ -1,10 +1,10 @@
 import torch
 import torch.nn.functional as F
+from tests.cuda_rules import CudaRules
 
 from sbert import SentenceEncoder
 from sbert.inference import FastBert
 from sbert.inference.fast_bert import parameter_version, supports, weights_version
-from tests.cuda_rules import CudaRules
 
 SENTENCES = [
     "a man plays the guitar",

@@ -62,7 +62,10 @@ def test_an_error_of_the_forward_pass_is_raised_not_taken_for_a_capture_failure(
         raise RuntimeError("expected scalar type Half but found Float")
 
     graphed = _graphed(broken)
-    with caplog.at_level(logging.WARNING, logger="sbert"), pytest.raises(RuntimeError, match="expected scalar type Half"):
+    with (
+        caplog.at_level(logging.WARNING, logger="sbert"),
+        pytest.raises(RuntimeError, match="expected scalar type Half"),
+    ):
         graphed(IDS, IDS, 0)
     assert not [r for r in caplog.records if "capture failed" in r.getMessage()]
     assert graphed.enabled and graphed.failure is None  # graphs stay on: capture was never the problem
@@ -134,7 +137,9 @@ def test_a_failure_after_variable_length_attention_has_run_is_raised(tiny_encode
     blocks = bert._blocks
     calls: list[int] = []
 
-    def works_once(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *args: object) -> torch.Tensor:
+    def works_once(
+        query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *args: object
+    ) -> torch.Tensor:
         calls.append(1)
         if len(calls) > 2:  # two layers: the second call of the next batch fails
             raise RuntimeError("CUDA error: an illegal memory access was encountered")

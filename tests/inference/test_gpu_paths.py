@@ -17,6 +17,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
+from tests.conftest import GPU_DTYPES
+from tests.cuda_rules import CudaRules
+from tests.inference.test_cuda_precision import simulate_gpu
 
 from sbert import SentenceEncoder
 from sbert.inference import runners as runners_module
@@ -24,11 +27,27 @@ from sbert.inference.cuda_pipeline import CudaPipeline, PipelineOptions, RunOpti
 from sbert.inference.fast_bert import FastBert
 from sbert.inference.plan import PlanRequest, make_plan
 from sbert.inference.unpadded import UnpaddedBert, unpadded_batch
-from tests.conftest import GPU_DTYPES
-from tests.cuda_rules import CudaRules
-from tests.inference.test_cuda_precision import simulate_gpu
 
-WORDS = "a man plays the guitar while dog runs in park small red car and big blue rain sky".split()
+WORDS = [
+    "a",
+    "man",
+    "plays",
+    "the",
+    "guitar",
+    "while",
+    "dog",
+    "runs",
+    "in",
+    "park",
+    "small",
+    "red",
+    "car",
+    "and",
+    "big",
+    "blue",
+    "rain",
+    "sky",
+]
 # Worst cosine distance to float32 on the tiny random BERT (measured: fp16 ~1e-6, bf16 ~1e-4).
 BOUND = {torch.float32: 1e-6, torch.float16: 1e-4, torch.bfloat16: 3e-3}
 DTYPE_IDS = ["float32", "bfloat16", "float16"]
@@ -54,18 +73,24 @@ def expected(tiny_model_dir: Path) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", GPU_DTYPES, ids=DTYPE_IDS)
-def test_fast_bert_under_cuda_rules(tiny_encoder: SentenceEncoder, cuda_rules: CudaRules, dtype: torch.dtype) -> None:
+def test_fast_bert_under_cuda_rules(
+    tiny_encoder: SentenceEncoder, cuda_rules: CudaRules, dtype: torch.dtype
+) -> None:
     features = tiny_encoder.transformer.collate(tiny_encoder.token_ids(_sentences(6)).ids)
     with torch.inference_mode():
         exact = tiny_encoder.transformer(features)  # (batch, seq, hidden)
-        tokens = FastBert(tiny_encoder.transformer.model, dtype)(features["input_ids"], features["attention_mask"])
+        tokens = FastBert(tiny_encoder.transformer.model, dtype)(
+            features["input_ids"], features["attention_mask"]
+        )
     real = features["attention_mask"].bool()
     assert tokens.dtype == torch.float32 and cuda_rules.checked > 0
     assert _worst_distance(tokens[real], exact[real]) <= BOUND[dtype]
 
 
 @pytest.mark.parametrize("dtype", GPU_DTYPES, ids=DTYPE_IDS)
-def test_unpadded_bert_under_cuda_rules(tiny_encoder: SentenceEncoder, cuda_rules: CudaRules, dtype: torch.dtype) -> None:
+def test_unpadded_bert_under_cuda_rules(
+    tiny_encoder: SentenceEncoder, cuda_rules: CudaRules, dtype: torch.dtype
+) -> None:
     ids = tiny_encoder.token_ids(_sentences(6)).ids
     features = tiny_encoder.transformer.collate(ids)
     with torch.inference_mode():
@@ -96,7 +121,9 @@ def test_the_pipeline_under_cuda_rules_gives_sentence_transformers_vectors_witho
     assert len(batches) > 3
     cuda_rules.reset()  # building converts weights once; a call must not wait for the device per batch
     got = pipeline.run(ids, RunOptions(**run), lambda done: None)
-    assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs  # the one, at the end
+    assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], (
+        cuda_rules.syncs
+    )  # the one, at the end
     assert _worst_distance(got, expected) <= BOUND[dtype]
     if dtype == torch.float32:
         np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
@@ -123,7 +150,9 @@ def test_a_model_it_cannot_unpad_runs_padded_under_autocast_and_cuda_rules(
     # ``padding_mask.all()``); sbert's code adds none but the final copy.
     ours = [sync for sync in cuda_rules.syncs if not sync.inside.startswith("transformers/")]
     assert [sync.what for sync in ours] == ["a copy to the host"], ours
-    assert len(cuda_rules.syncs) > len(pipeline.batches([len(r) for r in model.token_ids(sentences).ids], RunOptions()))
+    assert len(cuda_rules.syncs) > len(
+        pipeline.batches([len(r) for r in model.token_ids(sentences).ids], RunOptions())
+    )
     assert _worst_distance(got, reference) <= BOUND[dtype] * 10  # autocast rounds activations too
 
 
@@ -150,13 +179,19 @@ PRECISIONS = {"auto": torch.float16, "bfloat16": torch.bfloat16, "float32": torc
 
 @pytest.mark.parametrize("precision", list(PRECISIONS))
 def test_encode_through_the_runner_the_plan_picks_on_cuda_under_cuda_rules(
-    tiny_model_dir: Path, expected: np.ndarray, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch, precision: str
+    tiny_model_dir: Path,
+    expected: np.ndarray,
+    cuda_rules: CudaRules,
+    monkeypatch: pytest.MonkeyPatch,
+    precision: str,
 ) -> None:
     # The plan made for a CUDA device (an H100, simulated), the runner select() builds for it, and
     # encode() through it: everything but the device itself.
     simulate_gpu(monkeypatch, "NVIDIA H100 80GB HBM3", (9, 0))
     cuda = torch.device("cuda:0")
-    monkeypatch.setattr("sbert.inference.planning.make_plan", lambda request, cpu, device: make_plan(request, cpu, cuda))
+    monkeypatch.setattr(
+        "sbert.inference.planning.make_plan", lambda request, cpu, device: make_plan(request, cpu, cuda)
+    )
     monkeypatch.setattr(runners_module, "on_cuda", lambda module: True)
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision=precision)
     assert model.plan.precision == str(PRECISIONS[precision]).removeprefix("torch.")

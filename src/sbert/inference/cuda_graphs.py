@@ -116,7 +116,9 @@ class GraphedForward:
         except torch.OutOfMemoryError:
             raise
         except Exception as error:  # what only a capture refuses (a sync inside, a driver without graphs)
-            warn_once(f"CUDA graph capture failed ({type(error).__name__}: {error}); small batches run without graphs")
+            warn_once(
+                f"CUDA graph capture failed ({type(error).__name__}: {error}); small batches run without graphs"
+            )
             self.enabled = False
             self.failure = f"{type(error).__name__}: {error}"
             return None

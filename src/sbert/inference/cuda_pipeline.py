@@ -222,7 +222,9 @@ class CudaPipeline:
             return token_budget_batches(lengths, budget)
         return length_sorted_batches(lengths, budget, max_tokens=budget)  # padded: sentences × longest
 
-    def _prefetched(self, ids: Sequence[Sequence[int]], batches: Sequence[np.ndarray]) -> Iterator[Future[_HostBatch]]:
+    def _prefetched(
+        self, ids: Sequence[Sequence[int]], batches: Sequence[np.ndarray]
+    ) -> Iterator[Future[_HostBatch]]:
         pending: deque[Future[_HostBatch]] = deque()
         if len(batches) == 1:  # nothing to overlap: assembled here, not pinned (one query's latency)
             done: Future[_HostBatch] = Future()

@@ -165,7 +165,9 @@ class Runners:
         self, input_module: Transformer | StaticEmbedding, pooling: Pooling, layers: Iterable[nn.Module]
     ) -> None:
         self.input_module, self.pooling, self.layers = input_module, pooling, layers
-        self.fast: tuple[tuple[object, ...], FastBert] | None = None  # bf16 weights, by the float32 weights' version
+        self.fast: tuple[tuple[object, ...], FastBert] | None = (
+            None  # bf16 weights, by the float32 weights' version
+        )
         self.openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like fast
         self.pipeline: tuple[tuple[object, ...], CudaPipeline] | None = None  # by precision and weights
 
