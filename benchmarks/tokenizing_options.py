@@ -114,7 +114,7 @@ def measure(
             got = way()
             if len(got) != len(expected) or any(list(g) != e for g, e in zip(got, expected, strict=True)):
                 raise AssertionError(f"tokenizing option {name} gave other ids than one serial call")
-        rates = alternating_rates(ways, repeats, len(texts))
+        rates = alternating_rates(dict(ways), repeats, len(texts))
     finally:
         close()
     return {f"tokenize_{name}": statistics.median(rate) for name, rate in rates.items()}
