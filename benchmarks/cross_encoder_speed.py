@@ -23,6 +23,7 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import date
 from functools import partial
 from pathlib import Path
@@ -79,7 +80,7 @@ def measure(
         start = time.perf_counter()
         scores(model, pairs[:8], args.batch_size, name.endswith("packed"))
         first_call[name] = time.perf_counter() - start
-    runners = {
+    runners: dict[str, Callable[[], object]] = {
         name: partial(scores, model, pairs, args.batch_size, name.endswith("packed"))
         for name, model in ours.items()
     }

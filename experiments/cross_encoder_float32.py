@@ -13,6 +13,8 @@ import argparse
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -60,12 +62,14 @@ def main() -> None:
     reference = theirs.predict(
         pairs, batch_size=32, show_progress_bar=False, activation_fn=torch.nn.Identity()
     )
-    runners = {"sentence-transformers": lambda: theirs.predict(pairs, batch_size=32, show_progress_bar=False)}
+    runners: dict[str, Callable[[], object]] = {
+        "sentence-transformers": lambda: theirs.predict(pairs, batch_size=32, show_progress_bar=False)
+    }
     for batch_size, pack in ((32, False), (64, False), (128, False), (32, True)):
         logits = ours.logits(pairs, batch_size, show_progress_bar=False, pack=pack).numpy()[:, 0]
         name = f"sbert float32 batch {batch_size}{' packed' if pack else ''}"
         print(f"{name}: max |logit difference| {np.abs(logits - reference).max():.2g}")
-        runners[name] = lambda b=batch_size, p=pack: ours.logits(pairs, b, show_progress_bar=False, pack=p)
+        runners[name] = partial(ours.logits, pairs, batch_size, show_progress_bar=False, pack=pack)
     runners["sbert tokenizer"] = lambda: ours.tokenize(pairs)
     runners["their tokenizer"] = lambda: theirs.tokenizer(
         [a for a, _ in pairs],
