@@ -3,9 +3,12 @@ model and pairs.
 
 The model is the bundled all-MiniLM-L6-v2 with a new one-label head (seeded; an untrained head costs
 what a trained one does), saved once and loaded by both libraries from that folder. The pairs are the
-STSb test pairs. Three runners, in one process, alternating every repeat after a warm-up (the warm-up
+STSb test pairs. The runners, in one process, alternating every repeat after a warm-up (the warm-up
 includes sbert's one-off graph compilation, timed apart): sbert's default (``precision="auto"``: what
-the plan picks on this CPU), sbert in float32 (exact) and sentence-transformers' ``predict``. Figures
+the plan picks on this CPU), sbert's default as planned for the AVX2-only class (what ``auto`` picks
+on a CPU with neither native bf16 nor VNNI, ``SBERT_SIMULATE_CPU=avx2``; it computes on this CPU),
+sbert in float32 (exact) on padded batches and on packed rows (``pack=True``), and
+sentence-transformers' ``predict``. Figures
 are medians of the repeats; each ratio is taken per repeat, so that machine noise hits both sides alike.
 Each sbert side's scores are compared with sentence-transformers' (max absolute difference, logits).
 
@@ -20,7 +23,9 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +36,7 @@ from sentence_transformers import CrossEncoder as TheirCrossEncoder
 from alternating import alternating_rates
 from sbert import CrossEncoder
 from sbert.data import read_stsb
+from sbert.inference.cpu import CPU_CLASSES
 
 
 def main() -> None:
@@ -50,10 +56,15 @@ def main() -> None:
             Path(folder) / "ce"
         )
         path = str(Path(folder) / "ce")
-        default = CrossEncoder(path, device="cpu")
-        exact = CrossEncoder(path, device="cpu", precision="float32")
+        ours = {
+            "sbert default": CrossEncoder(path, device="cpu"),
+            "sbert default, AVX2 class": CrossEncoder(path, device="cpu"),
+            "sbert float32": CrossEncoder(path, device="cpu", precision="float32"),
+            "sbert float32 packed": CrossEncoder(path, device="cpu", precision="float32"),
+        }
+        ours["sbert default, AVX2 class"].cpu_capabilities = CPU_CLASSES["avx2"]  # before it plans
         theirs = TheirCrossEncoder(path, device="cpu")
-        result = measure(args, pairs, {"sbert default": default, "sbert float32": exact}, theirs)
+        result = measure(args, pairs, ours, theirs)
     report(args, result)
 
 
@@ -67,10 +78,10 @@ def measure(
     first_call = {}
     for name, model in ours.items():  # the graph compiles on the first call
         start = time.perf_counter()
-        model.predict(pairs[:8], show_progress_bar=False)
+        scores(model, pairs[:8], args.batch_size, name.endswith("packed"))
         first_call[name] = time.perf_counter() - start
-    runners = {
-        name: (lambda model=model: model.predict(pairs, batch_size=args.batch_size, show_progress_bar=False))
+    runners: dict[str, Callable[[], object]] = {
+        name: partial(scores, model, pairs, args.batch_size, name.endswith("packed"))
         for name, model in ours.items()
     }
     runners["sentence-transformers"] = lambda: theirs.predict(
@@ -81,7 +92,10 @@ def measure(
     rates = alternating_rates(runners, args.repeats, len(pairs))
     quiet = {"batch_size": args.batch_size, "show_progress_bar": False, "activation_fn": identity}
     reference = theirs.predict(pairs, **quiet)
-    logits = {name: model.predict(pairs, **quiet) for name, model in ours.items()}
+    logits = {
+        name: scores(model, pairs, args.batch_size, name.endswith("packed"), identity)
+        for name, model in ours.items()
+    }
     differences = {name: float(np.abs(values - reference).max()) for name, values in logits.items()}
     agreement = {name: float(spearmanr(values, reference)[0]) for name, values in logits.items()}
     ratios = {name: [a / b for a, b in zip(rates[name], rates["sentence-transformers"])] for name in ours}
@@ -91,7 +105,7 @@ def measure(
         "threads": args.threads,
         "pairs": len(pairs),
         "batch_size": args.batch_size,
-        "plans": {name: f"{model.plan.precision} on {model.plan.backend}" for name, model in ours.items()},
+        "plans": {name: plan_text(model, name) for name, model in ours.items()},
         "first_call_seconds": first_call,
         "pairs_per_second": {name: statistics.median(values) for name, values in rates.items()},
         "ratio_median": {name: statistics.median(values) for name, values in ratios.items()},
@@ -102,11 +116,30 @@ def measure(
     }
 
 
+def plan_text(model: CrossEncoder, name: str) -> str:
+    packed = ", packed rows" if name.endswith("packed") and model.plan.packs else ""
+    return f"{model.plan.precision} on {model.plan.backend}{packed}"
+
+
+def scores(
+    model: CrossEncoder,
+    pairs: list[tuple[str, str]],
+    batch_size: int,
+    pack: bool,
+    activation: torch.nn.Module | None = None,
+) -> np.ndarray:
+    """``predict``'s scores (its activation, or ``activation``), on packed rows where ``pack``."""
+    if not pack:
+        return model.predict(pairs, batch_size=batch_size, show_progress_bar=False, activation_fn=activation)
+    logits = model.logits(pairs, batch_size, show_progress_bar=False, pack=True)  # predict has no pack
+    return (activation or model.activation_fn)(logits).numpy()[:, 0]
+
+
 def report(args: argparse.Namespace, result: dict) -> None:
     print(f"{result['pairs']} STSb test pairs, batch {args.batch_size}, {args.threads} threads")
     for name, rate in result["pairs_per_second"].items():
         plan = result["plans"].get(name, "float32 on torch")
-        print(f"  {name:<22} {rate:8.1f} pairs/s  ({plan}, median of {args.repeats})")
+        print(f"  {name:<26} {rate:8.1f} pairs/s  ({plan}, median of {args.repeats})")
     for name, ratios in result["ratios"].items():
         print(
             f"  {name} / sentence-transformers: {result['ratio_median'][name]:.2f} (per repeat "
