@@ -4,7 +4,7 @@ batch 32, 64 and 128 and on packed rows against sentence-transformers' ``predict
 each tokenizer alone; one run, alternating, median of the repeats. Every sbert variant's largest
 logit difference from sentence-transformers is printed first (float32 must stay exact).
 
-    flock /tmp/sbert-heavy.lock python experiments/cross_encoder_float32.py --data-dir ../shared/data
+    flock /tmp/sbert-heavy.lock python benchmarks/cross_encoder_float32.py --data-dir ../shared/data
 """
 
 from __future__ import annotations
