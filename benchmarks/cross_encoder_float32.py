@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from sentence_transformers import CrossEncoder as TheirCrossEncoder
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from alternating import alternating_rates
 from sbert import CrossEncoder
 from sbert.data import read_stsb
