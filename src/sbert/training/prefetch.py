@@ -1,0 +1,49 @@
+"""The host's share of the next step, done while the device computes this one.
+
+One background thread (made once per run) turns the next batch's texts into host tensors
+(:meth:`~sbert.training.embedder.TrainingEmbedder.prepare`: cached token ids → padded or flat
+tensors, pinned on CUDA). The work is numpy and tensor copies, which release the GIL; a
+``DataLoader`` with worker processes would pickle every batch across processes for the same work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sbert.losses.base import example_texts
+from sbert.training.embedder import TrainingEmbedder
+
+
+def planned_texts(objective: Any, examples: Sequence[Any]) -> list[list[str]]:
+    """The lists of texts ``objective`` will embed for ``examples``, in its order: every column
+    end to end (one forward pass), or CachedMNRL's mini-batches of them."""
+    columns = list(zip(*(example_texts(e) for e in examples)))
+    texts = [text for column in columns for text in column]
+    size = getattr(objective, "mini_batch_size", None)
+    if isinstance(size, int):
+        return [texts[i : i + size] for i in range(0, len(texts), size)]
+    return [texts]
+
+
+class Prefetcher:
+    """Prepares a step's host tensors on a background thread; ``close()`` ends it."""
+
+    def __init__(self, embedder: TrainingEmbedder, objective: Any) -> None:
+        self.embedder = embedder
+        self.objective = objective
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sbert-prefetch")
+
+    def ahead(self, examples: Sequence[Any]) -> None:
+        """Start preparing the batch of ``examples`` (the next step's share)."""
+        try:
+            groups = planned_texts(self.objective, examples)
+        except TypeError:  # records the loss embeds in its own way: prepared when it asks
+            return
+        for texts in groups:
+            self.embedder.expect(texts, self.pool.submit(self.embedder.prepare, texts))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.embedder.forget()
