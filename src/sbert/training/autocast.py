@@ -70,11 +70,16 @@ def training_precision(device: torch.device, mixed: bool) -> TrainingPrecision:
         if bf16_supported(device):
             return TrainingPrecision(kind, torch.bfloat16, False, "the GPU computes bf16 natively")
         return TrainingPrecision(
-            kind, torch.float16, True, "the GPU has no bf16 (before Ampere): fp16, whose gradients need scaling"
+            kind,
+            torch.float16,
+            True,
+            "the GPU has no bf16 (before Ampere): fp16, whose gradients need scaling",
         )
     if bf16_supported(device):
         return TrainingPrecision(kind, torch.bfloat16, False, "the CPU computes bf16 natively")
-    return TrainingPrecision(kind, None, False, "bf16 asked for, but this CPU has no native bf16 (slower than fp32)")
+    return TrainingPrecision(
+        kind, None, False, "bf16 asked for, but this CPU has no native bf16 (slower than fp32)"
+    )
 
 
 def training_autocast(module: nn.Module, bf16: bool) -> AbstractContextManager[Any]:
@@ -88,7 +93,9 @@ def training_autocast(module: nn.Module, bf16: bool) -> AbstractContextManager[A
     """
     precision = training_precision(next(module.parameters()).device, bf16)
     if bf16 and precision.dtype is None:
-        logger.warning("bf16 requested but %s has no native bf16 support: training in fp32", precision.device_type)
+        logger.warning(
+            "bf16 requested but %s has no native bf16 support: training in fp32", precision.device_type
+        )
     return precision.autocast()
 
 

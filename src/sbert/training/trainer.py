@@ -151,7 +151,9 @@ class Trainer:
         model = objective.model
         low = self.precision.dtype is not None
         self.embedder_plan: EmbedderPlan | None = (
-            embedder_plan(model, low) if hasattr(model, "input_module") and hasattr(model, "pooling") else None
+            embedder_plan(model, low)
+            if hasattr(model, "input_module") and hasattr(model, "pooling")
+            else None
         )
 
     @property

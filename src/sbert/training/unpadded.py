@@ -72,7 +72,9 @@ def unpadded_token_vectors(model: Any, batch: UnpaddedBatch, varlen: Attention |
             for projection in (attention.self.query, attention.self.key, attention.self.value)
         )
         if varlen is not None:
-            context = varlen(query, key, value, batch.cu_seqlens, batch.cu_seqlens, batch.longest, batch.longest)
+            context = varlen(
+                query, key, value, batch.cu_seqlens, batch.cu_seqlens, batch.longest, batch.longest
+            )
             context = context.flatten(1)  # (total, hidden)
         else:
             context = block_attention(query, key, value, batch, attention_dropout)
@@ -84,7 +86,9 @@ def unpadded_token_vectors(model: Any, batch: UnpaddedBatch, varlen: Attention |
     return x  # (total, hidden)
 
 
-def block_attention(query: Tensor, key: Tensor, value: Tensor, batch: UnpaddedBatch, dropout: float) -> Tensor:
+def block_attention(
+    query: Tensor, key: Tensor, value: Tensor, batch: UnpaddedBatch, dropout: float
+) -> Tensor:
     """Attention per sentence through a padded block: ``(total, heads, head_dim)`` each → ``(total, hidden)``."""
     sentences, longest = batch.token_index.shape
 
@@ -96,4 +100,3 @@ def block_attention(query: Tensor, key: Tensor, value: Tensor, batch: UnpaddedBa
         block(query), block(key), block(value), attn_mask=keep, dropout_p=dropout
     )  # (batch, heads, longest, d)
     return context.transpose(1, 2).reshape(sentences * longest, -1)[batch.flat_index]  # (total, hidden)
-
