@@ -32,6 +32,7 @@ from sbert.encoder import SentenceEncoder
 from sbert.inference.fast_bert import supports
 from sbert.inference.unpadded import UnpaddedBatch, padded_tokens, unpadded_batch
 from sbert.modules.transformer import Transformer
+from sbert.training.autocast import TrainingPrecision
 from sbert.training.unpadded import unpadded_token_vectors, varlen_attention
 
 HostBatch = UnpaddedBatch | dict[str, Tensor]
@@ -73,6 +74,15 @@ def embedder_plan(model: SentenceEncoder, low_precision: bool, unpadded: bool | 
     else:
         reason = "padded batches grouped by length (the unpadded forward runs on CUDA)"
     return EmbedderPlan(unpadded=use, varlen=varlen, pin=on_cuda, reason=reason)
+
+
+def run_plan(objective: torch.nn.Module, precision: TrainingPrecision) -> EmbedderPlan | None:
+    """The embedder plan of a run, or ``None`` where the objective's model is no sentence encoder
+    with a pooling layer (a cross-encoder's loss keeps its own forward pass)."""
+    model: Any = getattr(objective, "model", None)
+    if not (hasattr(model, "input_module") and hasattr(model, "pooling")):
+        return None
+    return embedder_plan(model, precision.dtype is not None)
 
 
 class TrainingEmbedder:

@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from sbert.training.autocast import TrainingPrecision
+from sbert.training.config import TrainingConfig
 
 
 class StepRunner:
@@ -123,6 +124,14 @@ class StepRunner:
     def mark(self, next_step: int) -> None:
         """The next step to run is ``next_step`` (after a resume)."""
         self.first_step = next_step
+
+
+def sync_point(config: TrainingConfig, step: int, total_steps: int, epoch_end: bool) -> bool:
+    """Whether ``step`` reads the losses back: every ``log_steps`` steps, at checkpoints and
+    evaluations, at an epoch's end and the last step; the same steps on every rank."""
+    due = [step % config.log_steps == 0, step == total_steps, epoch_end]
+    due += [bool(n) and step % n == 0 for n in (config.checkpoint_steps, config.eval_steps)]
+    return any(due)
 
 
 def first_bad(values: list[float], first_step: int) -> tuple[int, float] | None:

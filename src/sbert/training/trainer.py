@@ -53,7 +53,7 @@ from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
 from sbert.training.dev_evaluation import evaluate_during_training
-from sbert.training.embedder import EmbedderPlan, TrainingEmbedder, embedder_plan, set_embedder
+from sbert.training.embedder import EmbedderPlan, run_plan, set_embedder
 from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.output_dir import (
@@ -63,11 +63,11 @@ from sbert.training.output_dir import (
     claim_training_output,
     save_model_into,
 )
-from sbert.training.prefetch import Prefetcher
+from sbert.training.prefetch import Prefetcher, install_embedder
 from sbert.training.schedule import build_optimizer, build_scheduler
 from sbert.training.seeding import seed_everything
-from sbert.training.state import TrainerState, TrainingResult
-from sbert.training.steps import StepRunner, first_bad
+from sbert.training.state import TrainerState, TrainingResult, kept_state, restored_state
+from sbert.training.steps import StepRunner, first_bad, sync_point
 from sbert.training.stop_signals import StopSignals
 
 logger = logging.getLogger("sbert")
@@ -146,15 +146,8 @@ class Trainer:
         self._start_norm = math.nan
         self._agreed_stop = False  # under torchrun: a stop every rank agreed on at a sync point
         # What the run computes with, chosen on the model's device (tests may replace it before train()).
-        device = next(objective.parameters()).device
-        self.precision: TrainingPrecision = training_precision(device, self.config.bf16)
-        model = objective.model
-        low = self.precision.dtype is not None
-        self.embedder_plan: EmbedderPlan | None = (
-            embedder_plan(model, low)
-            if hasattr(model, "input_module") and hasattr(model, "pooling")
-            else None
-        )
+        self.precision: TrainingPrecision = training_precision(self.run_device, self.config.bf16)
+        self.embedder_plan: EmbedderPlan | None = run_plan(objective, self.precision)
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -206,11 +199,8 @@ class Trainer:
                 )
                 batches = [batch for batch in batches if len(batch) >= self.world_size]
                 first = self.state.step_in_epoch if epoch == self.state.epoch else 0
-                if prefetcher is not None and first < len(batches):
-                    prefetcher.ahead(self._share(batches[first]))
                 for index in range(first, len(batches)):
-                    if prefetcher is not None and index + 1 < len(batches):
-                        prefetcher.ahead(self._share(batches[index + 1]))  # while the device runs this one
+                    prefetcher.before_step(batches, index, first, self._share)
                     self._step(batches[index], forward, runner)
                     self.state.epoch, self.state.step_in_epoch = epoch, index + 1
                     self.state.learning_rate = float(scheduler.get_last_lr()[0])
@@ -234,8 +224,7 @@ class Trainer:
             bar.close()
             self._stop.restore()
             self.objective.eval()
-            if prefetcher is not None:
-                prefetcher.close()
+            prefetcher.close()
             set_embedder(self.objective, None)
         self._finish()
         return self._result(started, interrupted=False)
@@ -246,17 +235,17 @@ class Trainer:
         settings = asdict(self.config) | {"world_size": self.world_size, "resumed_at": self.state.global_step}
         return distributed_model(self.run, self.objective, self.examples, settings)
 
-    def _plan(self) -> Prefetcher | None:
+    @property
+    def run_device(self) -> torch.device:
+        return next(self.objective.parameters()).device
+
+    def _plan(self) -> Prefetcher:
         """Give the loss the run's embedder; say the precision and the forward pass chosen, and why."""
-        plan, embedder = self.embedder_plan, None
-        if plan is not None and hasattr(self.objective, "token_ids"):
-            embedder = TrainingEmbedder(self.objective.model, self.objective.token_ids, plan)
-        taken = embedder is not None and set_embedder(self.objective, embedder)
-        forward = plan.reason if taken and plan is not None else "the loss's own forward pass"
+        forward, prefetcher = install_embedder(self.objective, self.embedder_plan)
         logger.info("%s; forward: %s", self.precision.describe(), forward)
         if self.is_main:
             self.log.write({"event": "plan", "precision": self.precision.describe(), "forward": forward})
-        return Prefetcher(embedder, self.objective) if taken and embedder is not None else None
+        return prefetcher
 
     def _share(self, batch: np.ndarray) -> list[Any]:
         """This rank's examples of a global batch."""
@@ -279,18 +268,9 @@ class Trainer:
     def _stopping(self) -> bool:
         return self._agreed_stop if self.run is not None else self._stop.requested
 
-    def _sync_point(self, runner: StepRunner, epoch_end: bool) -> bool:
-        """Whether this step reads the losses back: the same steps on every rank."""
-        config, step = self.config, self.state.global_step
-        due = [step % config.log_steps == 0, step == self.total_steps, epoch_end]
-        due += [bool(n) and step % n == 0 for n in (config.checkpoint_steps, config.eval_steps)]
-        local = self.run is None and self._stop.requested
-        return any(due) or local or not runner.skips_on_device
-
     def _read_losses(self, runner: StepRunner, running: list[float], bar: Any) -> None:
         """The losses since the last sync point, on the host; a loss that was not finite stops the run."""
-        device = next(self.objective.parameters()).device
-        first, values, stop = runner.read(self._stop.requested, self.run is not None, device)
+        first, values, stop = runner.read(self._stop.requested, self.run is not None, self.run_device)
         self._agreed_stop = stop
         bad = first_bad(values, first)
         if bad is not None:
@@ -302,7 +282,8 @@ class Trainer:
 
     def _after_step(self, runner: StepRunner, running: list[float], bar: Any, epoch_end: bool) -> None:
         config, step = self.config, self.state.global_step
-        if self._sync_point(runner, epoch_end):
+        stop = self.run is None and self._stop.requested  # under torchrun: agreed at the next sync point
+        if stop or sync_point(config, step, self.total_steps, epoch_end) or not runner.skips_on_device:
             self._read_losses(runner, running, bar)
         if step % config.log_steps == 0:  # on every rank, so that all stop together
             self._check_weights()
@@ -343,13 +324,7 @@ class Trainer:
 
     def _save_checkpoint(self, optimizer: Any, scheduler: Any) -> None:
         self._check_weights()
-        state = {
-            "global_step": self.state.global_step,
-            "epoch": self.state.epoch,
-            "step_in_epoch": self.state.step_in_epoch,
-            "best_score": self.state.best_score,
-            "best_step": self.state.best_step,
-            "dev_scores": self.state.dev_scores,
+        state = kept_state(self.state) | {
             "log_size": self.log.size(),
             "examples": len(self.examples),
             "total_steps": self.total_steps,
@@ -366,14 +341,7 @@ class Trainer:
                 f"steps, but this run has {len(self.examples)} and {self.total_steps}; "
                 "resume with the same data and settings"
             )
-        self.state = TrainerState(
-            global_step=state["global_step"],
-            epoch=state["epoch"],
-            step_in_epoch=state["step_in_epoch"],
-            best_score=state["best_score"],
-            best_step=state["best_step"],
-            dev_scores=state["dev_scores"],
-        )
+        self.state = restored_state(state)
         self._start_norm = state.get("start_weight_norm", self._start_norm)
         if self.is_main:
             self.log.truncate(state["log_size"])
