@@ -236,3 +236,14 @@ def test_the_plan_is_written_to_the_training_log(trainable_encoder: SentenceEnco
     plan = json.loads((tmp_path / "training_log.jsonl").read_text().splitlines()[1])
     assert plan["event"] == "plan" and "fp16 with a gradient scaler" in plan["precision"]
     assert plan["forward"].startswith("real tokens only")
+
+
+def test_dev_evaluations_between_prefetched_steps(trainable_encoder: SentenceEncoder, tmp_path: Path) -> None:
+    """Without length grouping the prefetch thread tokenizes; the evaluator tokenizes on the main
+    thread: the trainer lets the thread finish first (one Rust tokenizer, one thread at a time)."""
+    from sbert.evaluation import SimilarityEvaluator
+
+    trainer = gpu_trainer(trainable_encoder, tmp_path, "fp32", group_by_length=False, eval_steps=2)
+    trainer.evaluator, trainer.metric = SimilarityEvaluator(toy_pairs(), name="toy"), "spearman_cosine"
+    result = trainer.train()
+    assert result.global_step == 20 and len(trainer.state.dev_scores) == 10

@@ -122,6 +122,13 @@ class TrainingEmbedder:
         with self._lock:
             self._ready[tuple(texts)] = future
 
+    def wait(self) -> None:
+        """Wait for every batch being prepared elsewhere."""
+        with self._lock:
+            pending = list(self._ready.values())
+        for future in pending:
+            future.exception()  # waits; an error is raised by the step that uses the batch
+
     def forget(self) -> None:
         with self._lock:
             self._ready.clear()

@@ -61,6 +61,12 @@ class Prefetcher:
         for texts in groups:
             self.embedder.expect(texts, self.pool.submit(self.embedder.prepare, texts))
 
+    def wait(self) -> None:
+        """Let the batches being prepared finish: the dev evaluation tokenizes on the main thread,
+        and a Rust tokenizer refuses two threads at once ("Already borrowed")."""
+        if self.embedder is not None:
+            self.embedder.wait()
+
     def close(self) -> None:
         if self.pool is not None and self.embedder is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)

@@ -144,6 +144,7 @@ class Trainer:
         self.is_main = self.run is None or self.run.is_main
         self._stop = StopSignals(self._peer_error if self.run else None)
         self._start_norm = math.nan
+        self._prefetcher = Prefetcher(None, objective)  # train() installs the run's
         self._agreed_stop = False  # under torchrun: a stop every rank agreed on at a sync point
         # What the run computes with, chosen on the model's device (tests may replace it before train()).
         self.precision: TrainingPrecision = training_precision(self.run_device, self.config.bf16)
@@ -181,7 +182,7 @@ class Trainer:
         forward = self._distribute()
         runner = StepRunner(self.objective, optimizer, scheduler, self.precision, config.max_grad_norm)
         runner.mark(self.state.global_step + 1)
-        prefetcher = self._plan()
+        prefetcher = self._prefetcher = self._plan()
         self.objective.train()
         bar = tqdm(
             total=self.total_steps,
@@ -302,6 +303,7 @@ class Trainer:
         assert self.evaluator is not None and self.metric is not None
         if not self.is_main:
             return
+        self._prefetcher.wait()  # the evaluator tokenizes on this thread
         scores, score = evaluate_during_training(
             self.evaluator, self.objective.model, self.metric, self.config.show_progress_bar
         )
