@@ -6,7 +6,7 @@ Sections, each isolated (one that fails prints its traceback; the others still r
 - **speed**: training pairs/s (over steps 2 to the last, the device's queue drained at both ends: each
   trainer's set-up and sbert's final save left out) of sbert's ``Trainer`` and sentence-transformers'
   ``SentenceTransformerTrainer`` on the same model (the bundled all-MiniLM-L6-v2), the same SNLI
-  entailment pairs (premise, hypothesis), loss MultipleNegativesRankingLoss (scale 20, cosine), bf16,
+  entailment pairs (premise, hypothesis; sbert with its default length grouping), loss MultipleNegativesRankingLoss (scale 20, cosine), bf16,
   at batch 64 and 256; the two sides alternate, median of ``--repeats`` after a warm-up; the ratio
   is taken per repeat. Each run is ``--steps`` optimiser steps from the same pairs.
 - **curves**: the first 50 steps' losses of both trainers side by side, batch 64, the same seed,
@@ -21,11 +21,11 @@ Sections, each isolated (one that fails prints its traceback; the others still r
 
 The model and data travel in ``.gpu-carry`` (``benchmarks/gpu.py --prepare``, then this script's
 ``--prepare`` adds the training pairs). sentence-transformers' trainer needs ``accelerate`` and
-``datasets`` (and ``datasets`` needs ``pyarrow``, ``pandas``, ``dill``, ``multiprocess``, ``xxhash``),
-which the GPU machine lacks and cannot download: ``--wheels .gpu-wheels --python 3.X`` downloads them
-here for that machine's Python, and the first device call installs them into the ignored
-``.gpu-site`` (kept on the machine while it stays warm); see docs/benchmarks.md#gpu for the commands.
-Without them the sentence-transformers side reports why and sbert's side still runs.
+``datasets``; the GPU image has ``accelerate`` (and ``datasets``' ``pyarrow``, ``pandas``, ``xxhash``)
+but not ``datasets``, ``dill`` or ``multiprocess``, and cannot download them: ``--wheels .whl``
+downloads those (1 MiB) here for its Python 3.12 into the ignored ``.whl/``, and the device call
+installs them first (docs/benchmarks.md#gpu has the command). Without them the sentence-transformers
+side reports why and sbert's side still runs.
 
 ``--device cpu --pairs 600 --steps 2 --repeats 1 --curve-steps 5 --stsb-pairs 64`` runs the same code on
 a CPU (a smoke test of this script, not a figure).
@@ -60,7 +60,10 @@ CURVE_BATCH = 64
 # The stsb section's recipe on the CPU (fp32): AMD EPYC (AVX2), 2 cores, torch 2.13, 2026-11-27,
 # `python benchmarks/gpu_train.py --device cpu --section stsb` (the model of .gpu-carry).
 CPU_STSB: float | None = None
-WHEELS = ("datasets", "accelerate", "dill", "multiprocess", "xxhash", "pyarrow", "pandas")
+# What sentence-transformers' trainer needs and the GPU image lacks (its package list,
+# /work/.library/device/KINDS.md, 2026-11: accelerate, pandas, pyarrow, xxhash, psutil are there;
+# datasets, dill, multiprocess are not). About 1 MiB: they travel beside .gpu-carry in one call.
+WHEELS = ("datasets", "dill", "multiprocess")
 
 
 def prepare(carry: Path) -> None:
@@ -131,7 +134,9 @@ class Clock:
         return pairs_a_step * (self.last - 1) / (self.times[self.last] - self.times[1])
 
 
-def sbert_trainer(path: Path, pairs: list[Any], batch: int, device: str, log_steps: int) -> Callable[[], Any]:
+def sbert_trainer(
+    path: Path, pairs: list[Any], batch: int, device: str, log_steps: int, grouped: bool = True
+) -> Callable[[], Any]:
     from sbert import SentenceEncoder
     from sbert.losses import MultipleNegativesRankingLoss
     from sbert.training import Trainer, TrainingConfig
@@ -145,7 +150,7 @@ def sbert_trainer(path: Path, pairs: list[Any], batch: int, device: str, log_ste
         config = TrainingConfig(
             batch_size=batch,
             bf16=True,
-            group_by_length=False,  # the same batches as sentence-transformers' (no grouping there)
+            group_by_length=grouped,  # its default; off for the curves: sentence-transformers' batches
             eval_steps=None,
             checkpoint_steps=None,
             log_steps=log_steps,
@@ -245,7 +250,7 @@ def speed(path: Path, pairs: list[Any], steps: int, repeats: int, device: str) -
 def curves(path: Path, pairs: list[Any], steps: int, device: str) -> dict[str, Any]:
     count = CURVE_BATCH * steps
     ordered = [pairs[i] for i in sbert_order(count, CURVE_BATCH, 42)]  # sbert shuffles; ST runs in order
-    run = sbert_trainer(path, pairs[:count], CURVE_BATCH, device, log_steps=1)()
+    run = sbert_trainer(path, pairs[:count], CURVE_BATCH, device, log_steps=1, grouped=False)()
     records = [json.loads(line) for line in (run / "training_log.jsonl").read_text().splitlines()]
     result: dict[str, Any] = {"sbert": [r["loss"] for r in records if "loss" in r]}
     plan = next((r for r in records if r.get("event") == "plan"), {})
@@ -315,7 +320,11 @@ def main() -> None:
     parser.add_argument(
         "--wheels", type=Path, help="download sentence-transformers' trainer's wheels here, then stop"
     )
-    parser.add_argument("--python", default="3.12", help="with --wheels: the GPU machine's Python version")
+    parser.add_argument("--python", default="3.12", help="with --wheels: the GPU machine's Python (3.12.3)")
+    parser.add_argument(
+        "--install-wheels", type=Path, help="on the GPU: install these wheels into --site, then stop"
+    )
+    parser.add_argument("--site", type=Path, default=Path(".gpu-site"))
     parser.add_argument("--carry", type=Path, default=Path(".gpu-carry"))
     parser.add_argument("--output", type=Path)
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
@@ -374,7 +383,7 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in ("torch", "transformers", "sentence-transformers", "accelerate", "datasets"):
+    for name in ("torch", "transformers", "sentence-transformers", "accelerate", "datasets", "pyarrow"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
