@@ -40,7 +40,7 @@ HostBatch = UnpaddedBatch | dict[str, Tensor]
 
 def unpadded_supported(model: SentenceEncoder) -> bool:
     """Whether the model's token encoder can train on real tokens only (BERT, absolute positions,
-    exact GELU: what :func:`~sbert.inference.fast_bert.supports` accepts) with no prompt to leave out."""
+    exact GELU: what :func:`~sbert.inference.fast_bert.supports` accepts)."""
     module = model.input_module
     return isinstance(module, Transformer) and supports(module.model)
 
