@@ -243,7 +243,10 @@ class Trainer:
     def _plan(self) -> Prefetcher:
         """Give the loss the run's embedder; say the precision and the forward pass chosen, and why."""
         forward, prefetcher = install_embedder(self.objective, self.embedder_plan)
-        logger.info("%s; forward: %s", self.precision.describe(), forward)
+        unmet = self.config.bf16 and self.precision.dtype is None  # bf16 asked for, fp32 it is: say it louder
+        logger.log(
+            logging.WARNING if unmet else logging.INFO, "%s; forward: %s", self.precision.describe(), forward
+        )
         if self.is_main:
             self.log.write({"event": "plan", "precision": self.precision.describe(), "forward": forward})
         return prefetcher
