@@ -162,6 +162,6 @@ def set_embedder(objective: torch.nn.Module, embedder: TrainingEmbedder | None) 
     taken = False
     for module in objective.modules():
         if hasattr(module, "embedder"):
-            module.embedder = embedder
+            setattr(module, "embedder", embedder)  # noqa: B010  # an nn.Module attribute mypy cannot see
             taken = True
     return taken

@@ -130,7 +130,7 @@ def sync_point(config: TrainingConfig, step: int, total_steps: int, epoch_end: b
     """Whether ``step`` reads the losses back: every ``log_steps`` steps, at checkpoints and
     evaluations, at an epoch's end and the last step; the same steps on every rank."""
     due = [step % config.log_steps == 0, step == total_steps, epoch_end]
-    due += [bool(n) and step % n == 0 for n in (config.checkpoint_steps, config.eval_steps)]
+    due += [n is not None and step % n == 0 for n in (config.checkpoint_steps, config.eval_steps)]
     return any(due)
 
 
