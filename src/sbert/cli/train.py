@@ -107,7 +107,8 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--bf16",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="bf16 autocast on CPUs with native bf16 (default: off, exact fp32)",
+        help="mixed precision: bf16 autocast on GPUs and CPUs with native bf16, fp16 with a gradient "
+        "scaler on GPUs without it (default: off, exact fp32)",
     )
     parser.add_argument(
         "--eval-steps", type=int, default=500, help="dev evaluation every N steps, 0: at epoch ends only"

@@ -6,7 +6,7 @@ module, so the weights are tied by construction, as in the paper's siamese and t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -50,6 +50,9 @@ class SentenceLoss(nn.Module):
         # Token ids by text, filled by lengths(): the trainer tokenizes the data set once, not every step.
         self._token_ids: dict[str, Sequence[int]] = {}
         self.gather_across_ranks = True
+        # Set by the trainer for a run (sbert.training.embedder): embeds texts on real tokens only,
+        # from host tensors prepared ahead. None: the padded model, as encode-time code expects.
+        self.embedder: Callable[[Sequence[str], bool], Tensor] | None = None
 
     @property
     def replicated_loss(self) -> bool:
@@ -81,11 +84,16 @@ class SentenceLoss(nn.Module):
         """Embed every column (e.g. u and v) in one forward pass of the shared encoder: (batch, dim) each."""
         columns = list(zip(*(example_texts(e) for e in examples)))
         texts = [text for column in columns for text in column]
-        features = self.model.collate(self.token_ids(texts))
-        embeddings = self.model(
-            features, normalize=self.normalized_embeddings
-        ).float()  # (columns * batch, dim)
+        embeddings = self.embed_texts(texts)  # (columns * batch, dim)
         return list(torch.split(embeddings, len(examples)))
+
+    def embed_texts(self, texts: Sequence[str]) -> Tensor:
+        """Float32 vectors ``(len(texts), dim)`` of ``texts``, with gradients, through the trainer's
+        embedder when one is set."""
+        if self.embedder is not None:
+            return self.embedder(texts, self.normalized_embeddings)
+        features = self.model.collate(self.token_ids(texts))
+        return self.model(features, normalize=self.normalized_embeddings).float()
 
     def forward(self, examples: Sequence[Any]) -> Tensor:
         if not examples:

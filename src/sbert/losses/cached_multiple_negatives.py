@@ -109,5 +109,4 @@ class CachedMultipleNegativesRankingLoss(MultipleNegativesRankingLoss):
         return grad
 
     def _embed(self, texts: list[str]) -> Tensor:
-        features = self.model.collate(self.token_ids(texts))
-        return self.model(features, normalize=self.normalized_embeddings).float()
+        return self.embed_texts(texts)

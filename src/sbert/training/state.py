@@ -10,7 +10,12 @@ from typing import Any
 
 @dataclass
 class TrainerState:
-    """Where a run stands; callbacks receive it after every optimiser step."""
+    """Where a run stands; callbacks receive it after every optimiser step.
+
+    ``loss`` is the loss of the last step read back from the device: the trainer reads losses at
+    its sync points (every ``log_steps`` steps, checkpoints, evaluations, epoch ends), not every
+    step, so that a GPU never waits for the host (:mod:`sbert.training.steps`).
+    """
 
     global_step: int = 0
     epoch: int = 0
@@ -33,3 +38,17 @@ class TrainingResult:
     best_step: int | None
     interrupted: bool
     seconds: float
+
+
+# The fields of TrainerState a checkpoint keeps (the loss and learning rate are recomputed).
+_KEPT = ("global_step", "epoch", "step_in_epoch", "best_score", "best_step", "dev_scores")
+
+
+def kept_state(state: TrainerState) -> dict[str, Any]:
+    """What a checkpoint's ``state.json`` records of ``state``."""
+    return {name: getattr(state, name) for name in _KEPT}
+
+
+def restored_state(record: dict[str, Any]) -> TrainerState:
+    """The state a checkpoint's ``state.json`` recorded."""
+    return TrainerState(**{name: record[name] for name in _KEPT})

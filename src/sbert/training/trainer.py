@@ -34,14 +34,13 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch import Tensor, nn
+from torch import nn
 from tqdm.auto import tqdm
 
 from sbert.contracts import Evaluator
 from sbert.distributed import (
     Distributed,
     DistributedError,
-    agree,
     check_batching,
     distributed_model,
     loss_weights,
@@ -49,11 +48,12 @@ from sbert.distributed import (
     rank_share,
     step_seed,
 )
-from sbert.training.autocast import training_autocast
+from sbert.training.autocast import TrainingPrecision, training_precision
 from sbert.training.batches import batches_per_epoch, epoch_batches
 from sbert.training.checkpoint import load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
 from sbert.training.dev_evaluation import evaluate_during_training
+from sbert.training.embedder import EmbedderPlan, run_plan, set_embedder
 from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.output_dir import (
@@ -63,9 +63,11 @@ from sbert.training.output_dir import (
     claim_training_output,
     save_model_into,
 )
+from sbert.training.prefetch import Prefetcher, install_embedder
 from sbert.training.schedule import build_optimizer, build_scheduler
 from sbert.training.seeding import seed_everything
-from sbert.training.state import TrainerState, TrainingResult
+from sbert.training.state import TrainerState, TrainingResult, kept_state, restored_state
+from sbert.training.steps import StepRunner, first_bad, sync_point
 from sbert.training.stop_signals import StopSignals
 
 logger = logging.getLogger("sbert")
@@ -142,6 +144,11 @@ class Trainer:
         self.is_main = self.run is None or self.run.is_main
         self._stop = StopSignals(self._peer_error if self.run else None)
         self._start_norm = math.nan
+        self._prefetcher = Prefetcher(None, objective)  # train() installs the run's
+        self._agreed_stop = False  # under torchrun: a stop every rank agreed on at a sync point
+        # What the run computes with, chosen on the model's device (tests may replace it before train()).
+        self.precision: TrainingPrecision = training_precision(self.run_device, self.config.bf16)
+        self.embedder_plan: EmbedderPlan | None = run_plan(objective, self.precision)
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -173,7 +180,9 @@ class Trainer:
             self.log.truncate(0)
             self.log.write({"event": "start", "config": asdict(config), "examples": len(self.examples)})
         forward = self._distribute()
-        autocast = training_autocast(self.objective, self.config.bf16)
+        runner = StepRunner(self.objective, optimizer, scheduler, self.precision, config.max_grad_norm)
+        runner.mark(self.state.global_step + 1)
+        prefetcher = self._prefetcher = self._plan()
         self.objective.train()
         bar = tqdm(
             total=self.total_steps,
@@ -192,16 +201,15 @@ class Trainer:
                 batches = [batch for batch in batches if len(batch) >= self.world_size]
                 first = self.state.step_in_epoch if epoch == self.state.epoch else 0
                 for index in range(first, len(batches)):
-                    loss = self._step(batches[index], forward, optimizer, scheduler, autocast)
+                    prefetcher.before_step(batches, index, first, self._share)
+                    self._step(batches[index], forward, runner)
                     self.state.epoch, self.state.step_in_epoch = epoch, index + 1
-                    self.state.loss, self.state.learning_rate = loss, float(scheduler.get_last_lr()[0])
-                    running.append(loss)
+                    self.state.learning_rate = float(scheduler.get_last_lr()[0])
                     bar.update(1)
-                    bar.set_postfix(loss=f"{loss:.4f}", lr=f"{self.state.learning_rate:.2e}")
-                    self._after_step(running, optimizer, scheduler)
+                    self._after_step(runner, running, bar, index + 1 == len(batches))
                     for callback in self.callbacks:
                         callback(self.state)
-                    if self._stop.requested:
+                    if self._stopping():
                         if self.is_main:
                             self._save_checkpoint(optimizer, scheduler)
                             logger.info("interrupted: checkpoint saved at step %d", self.state.global_step)
@@ -217,6 +225,8 @@ class Trainer:
             bar.close()
             self._stop.restore()
             self.objective.eval()
+            prefetcher.close()
+            set_embedder(self.objective, None)
         self._finish()
         return self._result(started, interrupted=False)
 
@@ -226,52 +236,77 @@ class Trainer:
         settings = asdict(self.config) | {"world_size": self.world_size, "resumed_at": self.state.global_step}
         return distributed_model(self.run, self.objective, self.examples, settings)
 
-    def _step(
-        self, batch: np.ndarray, forward: nn.Module, optimizer: Any, scheduler: Any, autocast: Any
-    ) -> float:
-        share, run = batch, self.run
-        if run is not None:
-            share = rank_share(batch, run.rank, run.world_size)
-            torch.manual_seed(step_seed(self.config.seed, run.rank, self.state.global_step))
-        with autocast:
-            loss: Tensor = forward([self.examples[i] for i in share])
-        value, scale = float(loss.detach()), 1.0
-        if run is not None:
-            replicated = bool(getattr(self.objective, "replicated_loss", False))
-            weight, scale = loss_weights(len(share), len(batch), run.world_size, replicated)
-            value, self._stop.requested = agree(value * weight, self._stop.requested, loss.device)
-        if not math.isfinite(value):
-            raise TrainingDivergedError(
-                self._divergence_message(f"the loss is {value}", self.state.global_step + 1)
-            )
-        (loss * scale).backward()
-        if self.config.max_grad_norm is not None:
-            nn.utils.clip_grad_norm_(self.objective.parameters(), self.config.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        self.state.global_step += 1
-        return value
+    @property
+    def run_device(self) -> torch.device:
+        return next(self.objective.parameters()).device
 
-    def _after_step(self, running: list[float], optimizer: Any, scheduler: Any) -> None:
+    def _plan(self) -> Prefetcher:
+        """Give the loss the run's embedder; say the precision and the forward pass chosen, and why."""
+        forward, prefetcher = install_embedder(self.objective, self.embedder_plan)
+        unmet = self.config.bf16 and self.precision.dtype is None  # bf16 asked for, fp32 it is: say it louder
+        logger.log(
+            logging.WARNING if unmet else logging.INFO, "%s; forward: %s", self.precision.describe(), forward
+        )
+        if self.is_main:
+            self.log.write({"event": "plan", "precision": self.precision.describe(), "forward": forward})
+        return prefetcher
+
+    def _share(self, batch: np.ndarray) -> list[Any]:
+        """This rank's examples of a global batch."""
+        if self.run is not None:
+            batch = rank_share(batch, self.run.rank, self.run.world_size)
+        return [self.examples[i] for i in batch]
+
+    def _step(self, batch: np.ndarray, forward: nn.Module, runner: StepRunner) -> None:
+        """Queue one step on the device (see :mod:`sbert.training.steps`: nothing is read back)."""
+        run, weight, scale = self.run, 1.0, 1.0
+        if run is not None:
+            torch.manual_seed(step_seed(self.config.seed, run.rank, self.state.global_step))
+            replicated = bool(getattr(self.objective, "replicated_loss", False))
+            share = len(rank_share(batch, run.rank, run.world_size))
+            weight, scale = loss_weights(share, len(batch), run.world_size, replicated)
+        examples = self._share(batch)
+        runner.step(lambda: forward(examples), weight, scale)
+        self.state.global_step += 1
+
+    def _stopping(self) -> bool:
+        return self._agreed_stop if self.run is not None else self._stop.requested
+
+    def _read_losses(self, runner: StepRunner, running: list[float], bar: Any) -> None:
+        """The losses since the last sync point, on the host; a loss that was not finite stops the run."""
+        first, values, stop = runner.read(self._stop.requested, self.run is not None, self.run_device)
+        self._agreed_stop = stop
+        bad = first_bad(values, first)
+        if bad is not None:
+            raise TrainingDivergedError(self._divergence_message(f"the loss is {bad[1]}", bad[0]))
+        if values:
+            running.extend(values)
+            self.state.loss = values[-1]
+            bar.set_postfix(loss=f"{values[-1]:.4f}", lr=f"{self.state.learning_rate:.2e}")
+
+    def _after_step(self, runner: StepRunner, running: list[float], bar: Any, epoch_end: bool) -> None:
         config, step = self.config, self.state.global_step
+        stop = self.run is None and self._stop.requested  # under torchrun: agreed at the next sync point
+        if stop or sync_point(config, step, self.total_steps, epoch_end) or not runner.skips_on_device:
+            self._read_losses(runner, running, bar)
         if step % config.log_steps == 0:  # on every rank, so that all stop together
             self._check_weights()
         if not self.is_main:
             return
-        if step % config.log_steps == 0 or step == self.total_steps:
+        if (step % config.log_steps == 0 or step == self.total_steps) and running:
             record = {"step": step, "epoch": self.state.epoch, "loss": float(np.mean(running))}
             self.log.write(record | {"lr": self.state.learning_rate})
             running.clear()
         if self.evaluator is not None and config.eval_steps and step % config.eval_steps == 0:
             self._evaluate()
         if config.checkpoint_steps and step % config.checkpoint_steps == 0 and step < self.total_steps:
-            self._save_checkpoint(optimizer, scheduler)
+            self._save_checkpoint(runner.optimizer, runner.scheduler)
 
     def _evaluate(self) -> None:
         assert self.evaluator is not None and self.metric is not None
         if not self.is_main:
             return
+        self._prefetcher.wait()  # the evaluator tokenizes on this thread
         scores, score = evaluate_during_training(
             self.evaluator, self.objective.model, self.metric, self.config.show_progress_bar
         )
@@ -294,13 +329,7 @@ class Trainer:
 
     def _save_checkpoint(self, optimizer: Any, scheduler: Any) -> None:
         self._check_weights()
-        state = {
-            "global_step": self.state.global_step,
-            "epoch": self.state.epoch,
-            "step_in_epoch": self.state.step_in_epoch,
-            "best_score": self.state.best_score,
-            "best_step": self.state.best_step,
-            "dev_scores": self.state.dev_scores,
+        state = kept_state(self.state) | {
             "log_size": self.log.size(),
             "examples": len(self.examples),
             "total_steps": self.total_steps,
@@ -317,14 +346,7 @@ class Trainer:
                 f"steps, but this run has {len(self.examples)} and {self.total_steps}; "
                 "resume with the same data and settings"
             )
-        self.state = TrainerState(
-            global_step=state["global_step"],
-            epoch=state["epoch"],
-            step_in_epoch=state["step_in_epoch"],
-            best_score=state["best_score"],
-            best_step=state["best_step"],
-            dev_scores=state["dev_scores"],
-        )
+        self.state = restored_state(state)
         self._start_norm = state.get("start_weight_norm", self._start_norm)
         if self.is_main:
             self.log.truncate(state["log_size"])
