@@ -214,7 +214,9 @@ class CudaRules(TorchDispatchMode):
     # CPU (``.cpu()`` of a CPU tensor returns it as it is): Tensor's methods, wrapped while active.
 
     def _to(self, original: Callable[..., Tensor], tensor: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        device, _, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        # ``_parse_to`` takes no ``copy`` (GradScaler passes ``copy=True``): it changes no device.
+        parsed = {key: value for key, value in kwargs.items() if key != "copy"}
+        device, _, non_blocking, _ = torch._C._nn._parse_to(*args, **parsed)
         result = original(tensor, *args, **kwargs)
         if device is None or threading.get_ident() != self.thread or not self.active:
             return result

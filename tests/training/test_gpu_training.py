@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -35,19 +34,6 @@ def pairs() -> list[ScoredPair]:
     return toy_pairs()  # MNRL reads sentence1 and sentence2 (the score is not used)
 
 
-def accept_copy_argument(rules: CudaRules) -> None:
-    """GradScaler copies with ``.to(device, non_blocking=True, copy=True)``, which the fixture's
-    ``.to`` wrapper cannot parse (``_parse_to`` takes no ``copy``): take it off and copy here."""
-    wrapped = rules._to
-
-    def to(original: Any, tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        copy = kwargs.pop("copy", False)
-        result = wrapped(original, tensor, *args, **kwargs)
-        return result.clone() if copy and result is tensor else result
-
-    rules._to = to  # type: ignore[method-assign]
-
-
 def gpu_trainer(encoder: SentenceEncoder, path: Path, precision: str, **overrides: object) -> Trainer:
     settings: dict[str, object] = {
         "epochs": 2,
@@ -72,7 +58,6 @@ def test_no_host_sync_between_sync_points_and_no_dtype_cuda_refuses(
     """The trainer as landed read the loss back after every step (trainer.py ``float(loss.detach())``),
     and transformers' padded BERT checks its mask on the host (``masking_utils``): 2 syncs a step."""
     cuda_rules.on_device(trainable_encoder)
-    accept_copy_argument(cuda_rules)
     syncs_after: list[int] = []
 
     def count(state: TrainerState) -> None:
