@@ -8,6 +8,7 @@ latter scales over host threads, as the pipeline runs it. STSb test's sentences 
 stays on its thread); median of ``--repeats``, the sides alternating each repeat.
 
     SBERT_DATA=../shared/data PYTHONPATH=src python benchmarks/tokenizing.py --repeats 7
+    SBERT_DATA=../shared/data PYTHONPATH=src python benchmarks/tokenizing.py --options 2  # the ways to feed a GPU
 """
 
 from __future__ import annotations
@@ -36,12 +37,26 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("SBERT_DATA", "../shared/data"))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument(
+        "--options",
+        type=int,
+        metavar="THREADS",
+        help="instead: the GPU pipeline's tokenizing options (tokenizing_options.py) on THREADS threads",
+    )
     args = parser.parse_args()
 
     pairs = read_stsb("test", args.data_dir)
     sentences = [text for pair in pairs for text in (pair.sentence1, pair.sentence2)] * 8
     model = SentenceEncoder.from_pretrained(device="cpu")
     tokenizer, length = model.tokenizer, model.max_seq_length
+    if args.options:
+        from tokenizing_options import measure
+
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        print(f"{cpu_name()}, {os.cpu_count()} cores, {when}; {len(sentences):,} sentences a pass")
+        for name, rate in measure(tokenizer, length, sentences, args.options, args.repeats).items():
+            print(f"{name}: {rate:,.0f} sentences/s")
+        return
     batch = BatchTokenizer(tokenizer, length)
     expected = tokenizer(sentences, truncation=True, max_length=length)["input_ids"]
     assert batch(sentences)[0] == expected, "BatchTokenizer must give transformers' ids"

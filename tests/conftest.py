@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from tests.cuda_rules import CudaRules
+from tests.cuda_rules import cuda_rules as enter_cuda_rules
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from sbert import SentenceEncoder
@@ -211,3 +213,14 @@ def build_prompted(tiny_model_dir: Path, path: Path, include_prompt: bool) -> Pa
     )
     model.save(str(path))
     return path
+
+
+GPU_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+@pytest.fixture()
+def cuda_rules() -> Iterator[CudaRules]:
+    """The test's body under CUDA's rules on the CPU (``tests/cuda_rules.py``): mixed floating dtypes
+    refused where CUDA's kernels refuse them, host synchronisations counted in ``.syncs``."""
+    with enter_cuda_rules() as rules:
+        yield rules

@@ -1,9 +1,10 @@
 import torch
 import torch.nn.functional as F
+from tests.cuda_rules import CudaRules
 
 from sbert import SentenceEncoder
 from sbert.inference import FastBert
-from sbert.inference.fast_bert import parameter_version, supports
+from sbert.inference.fast_bert import parameter_version, supports, weights_version
 
 SENTENCES = [
     "a man plays the guitar",
@@ -50,3 +51,32 @@ def test_supports_bert_only(tiny_encoder: SentenceEncoder) -> None:
     assert supports(model)
     model.config.hidden_act = "relu"
     assert not supports(model)
+
+
+def test_weights_version_sees_every_kind_of_update_without_reading_a_weight(
+    tiny_encoder: SentenceEncoder, cuda_rules: CudaRules
+) -> None:
+    model = tiny_encoder.transformer.model
+    cuda_rules.on_device(model)
+    seen = [weights_version(model)]
+
+    def changed() -> bool:
+        seen.append(weights_version(model))
+        return seen[-1] != seen[-2]
+
+    assert not changed()  # nothing happened: the same key
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)
+    assert changed()
+    for fused in (True, False):  # a fused step bumps no version counter; the step is counted
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
+        model(input_ids=torch.tensor([[2, 7, 3]])).last_hidden_state.sum().backward()
+        assert not changed()  # gradients alone change no weight
+        optimizer.step()
+        assert changed()
+        optimizer.zero_grad()
+    model.load_state_dict(model.state_dict())
+    assert changed()
+    model.load_state_dict({k: v.clone() for k, v in model.state_dict().items()}, assign=True)
+    assert changed()
+    assert cuda_rules.syncs == []  # the key is read on the host: no wait for the device

@@ -77,6 +77,7 @@ class GraphedForward:
         self.forward = forward
         self.device = device
         self.enabled = device.type == "cuda"
+        self.failure: str | None = None  # why capture failed, where it did (the benchmark reports it)
         self.graphs: dict[tuple[int, int, int], tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor]] = {}
 
     def __call__(self, input_ids: Tensor, attention_mask: Tensor, prompt_length: int) -> Tensor:
@@ -97,21 +98,29 @@ class GraphedForward:
         self, input_ids: Tensor, attention_mask: Tensor, prompt_length: int
     ) -> tuple[torch.cuda.CUDAGraph, Tensor, Tensor, Tensor] | None:
         static_ids, static_mask = input_ids.clone(), attention_mask.clone()
+        # The warm-up runs the forward pass as it is, outside the capture's try: an error it raises
+        # (a dtype CUDA refuses, a bad input) is the forward pass's own, which running without a
+        # graph would raise too; it is raised here, not taken for a capture failure (issue 43).
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_CALLS):
+                self.forward(static_ids, static_mask, prompt_length)
+        torch.cuda.current_stream(self.device).wait_stream(side)
         try:
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(side):
-                for _ in range(WARMUP_CALLS):
-                    self.forward(static_ids, static_mask, prompt_length)
-            torch.cuda.current_stream(self.device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
             # A private memory pool (a few MB for a MiniLM bucket). Thread-local: the pipeline's host
             # thread may pin memory meanwhile, which a global capture would refuse.
             with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 output = self.forward(static_ids, static_mask, prompt_length)
-        except Exception as error:  # a module that syncs or a driver without graphs: run eagerly
-            warn_once(f"CUDA graph capture failed ({error}); small batches run without graphs")
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as error:  # what only a capture refuses (a sync inside, a driver without graphs)
+            warn_once(
+                f"CUDA graph capture failed ({type(error).__name__}: {error}); small batches run without graphs"
+            )
             self.enabled = False
+            self.failure = f"{type(error).__name__}: {error}"
             return None
         entry = (graph, static_ids, static_mask, output)
         self.graphs[(*input_ids.shape, prompt_length)] = entry

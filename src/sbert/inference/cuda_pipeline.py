@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -118,6 +120,10 @@ class CudaPipeline:
         self.pad_id = int(transformer.tokenizer.pad_token_id or 0)
         graphs = self.cuda if self.options.graphs is None else self.options.graphs
         self.graphs = GraphedForward(self._padded_bert, self.device) if graphs and self.bert else None
+        # Host threads, made once for the pipeline's life (on first need: one query never needs
+        # them) and shut down when it is collected (the encoder builds a new one when weights change).
+        self._pools: dict[str, ThreadPoolExecutor] = {}
+        self._pools_lock = threading.Lock()
 
     def run(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
@@ -144,7 +150,8 @@ class CudaPipeline:
             return self.run(tokenize(texts), options, progress)
         parts: list[Tensor] = []
         for ids in self.tokenized_chunks(texts, tokenize, chunk):
-            parts.append(self._on_device(ids, options, progress).to("cpu", non_blocking=self.cuda))
+            # Non-blocking (pinned on CUDA): the host goes on to the next chunk meanwhile.
+            parts.append(self._on_device(ids, options, progress).to("cpu", non_blocking=True))
         if self.cuda:
             torch.cuda.current_stream(self.device).synchronize()  # the non-blocking copies have landed
         return torch.cat(parts) if parts else torch.empty((0, 0))
@@ -166,19 +173,25 @@ class CudaPipeline:
         and the next chunk's pieces are queued before this one is handed over."""
         threads = self.tokenize_threads
         piece = max(1, -(-chunk // threads))
+        pool = self._pool("sbert-tokenize", threads)
 
-        with ThreadPoolExecutor(threads, thread_name_prefix="sbert-tokenize") as pool:
+        def submit(start: int) -> list[Future[Sequence[Sequence[int]]]]:
+            stop = min(start + chunk, len(texts))
+            return [pool.submit(tokenize, texts[s : min(s + piece, stop)]) for s in range(start, stop, piece)]
 
-            def submit(start: int) -> list[Future[Sequence[Sequence[int]]]]:
-                stop = min(start + chunk, len(texts))
-                return [
-                    pool.submit(tokenize, texts[s : min(s + piece, stop)]) for s in range(start, stop, piece)
-                ]
+        pending = submit(0)
+        for start in range(0, len(texts), chunk):
+            ready, pending = pending, submit(start + chunk) if start + chunk < len(texts) else []
+            yield list(itertools.chain.from_iterable(future.result() for future in ready))
 
-            pending = submit(0)
-            for start in range(0, len(texts), chunk):
-                ready, pending = pending, submit(start + chunk) if start + chunk < len(texts) else []
-                yield list(itertools.chain.from_iterable(future.result() for future in ready))
+    def _pool(self, name: str, threads: int) -> ThreadPoolExecutor:
+        """The pipeline's pool of host threads called ``name``, made on first use."""
+        with self._pools_lock:
+            pool = self._pools.get(name)
+            if pool is None:
+                pool = self._pools[name] = ThreadPoolExecutor(threads, thread_name_prefix=name)
+                weakref.finalize(self, pool.shutdown, wait=False)
+            return pool
 
     def _on_device(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
@@ -186,8 +199,8 @@ class CudaPipeline:
         """:meth:`run`'s vectors left on the device, every batch queued without waiting for it."""
         batches = self.batches([len(row) for row in ids], options)
         output: Tensor | None = None  # (n, dim) on the device, allocated when the first batch gives dim
-        with ThreadPoolExecutor(1, thread_name_prefix="sbert-host") as host, torch.inference_mode():
-            for done in self._prefetched(host, ids, batches):
+        with torch.inference_mode():
+            for done in self._prefetched(ids, batches):
                 batch = done.result()
                 order = batch.order.to(self.device, non_blocking=self.cuda)
                 vectors = self._forward(batch, options.prompt_length).float()  # (batch, dim)
@@ -210,21 +223,26 @@ class CudaPipeline:
         return length_sorted_batches(lengths, budget, max_tokens=budget)  # padded: sentences × longest
 
     def _prefetched(
-        self, host: ThreadPoolExecutor, ids: Sequence[Sequence[int]], batches: Sequence[np.ndarray]
+        self, ids: Sequence[Sequence[int]], batches: Sequence[np.ndarray]
     ) -> Iterator[Future[_HostBatch]]:
         pending: deque[Future[_HostBatch]] = deque()
-        if len(batches) == 1:  # nothing to overlap: assembled here (one query's latency)
+        if len(batches) == 1:  # nothing to overlap: assembled here, not pinned (one query's latency)
             done: Future[_HostBatch] = Future()
-            done.set_result(self._assemble(ids, batches[0]))
+            done.set_result(self._assemble(ids, batches[0], pin=False))
             pending.append(done)
-        for batch in batches[len(pending) :]:
+            yield from pending
+            return
+        host = self._pool("sbert-host", 1)
+        for batch in batches:
             pending.append(host.submit(self._assemble, ids, batch))
             if len(pending) > self.options.prefetch:
                 yield pending.popleft()
         yield from pending
 
-    def _assemble(self, ids: Sequence[Sequence[int]], batch: np.ndarray) -> _HostBatch:
-        """The host half of a batch (runs on the host thread): flat or padded arrays, pinned on CUDA."""
+    def _assemble(self, ids: Sequence[Sequence[int]], batch: np.ndarray, pin: bool = True) -> _HostBatch:
+        """The host half of a batch (runs on the host thread): flat or padded arrays, pinned on CUDA
+        (``pin``: a copy from pinned memory does not wait for the device; a single batch has nothing
+        to overlap, and pinning costs an allocation)."""
         rows = [ids[i] for i in batch]
         shape = bucket_shape(len(rows), max(map(len, rows))) if self.graphs is not None else None
         inputs: Any
@@ -235,7 +253,7 @@ class CudaPipeline:
         else:
             kind, inputs = "padded", self.transformer.collate(rows)
         order = torch.from_numpy(np.ascontiguousarray(batch, dtype=np.int64))
-        if self.cuda:
+        if self.cuda and pin:
             order, inputs = order.pin_memory(), _convert(inputs, Tensor.pin_memory)
         return _HostBatch(order, kind, inputs)
 

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from sbert.batching import length_sorted_batches
 from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline
-from sbert.inference.fast_bert import FastBert, parameter_version, supports
+from sbert.inference.fast_bert import FastBert, parameter_version, supports, weights_version
 from sbert.inference.openvino_engine import OpenVinoEngine
 from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
 from sbert.inference.plan import ANY_PRECISION, EnginePlan, Failure
@@ -63,6 +63,11 @@ def evaluating(modules: Sequence[nn.Module]) -> Iterator[None]:
     finally:
         for module, mode in switched:
             module.train(mode)
+
+
+def on_cuda(module: nn.Module) -> bool:
+    """Whether the module's weights are on a CUDA device (where ``encode()`` runs the GPU pipeline)."""
+    return next(module.parameters()).device.type == "cuda"
 
 
 def _training(module: nn.Module) -> bool:
@@ -160,7 +165,9 @@ class Runners:
         self, input_module: Transformer | StaticEmbedding, pooling: Pooling, layers: Iterable[nn.Module]
     ) -> None:
         self.input_module, self.pooling, self.layers = input_module, pooling, layers
-        self.fast: FastBert | None = None  # bf16 weights, rebuilt when the float32 weights change
+        self.fast: tuple[tuple[object, ...], FastBert] | None = (
+            None  # bf16 weights, by the float32 weights' version
+        )
         self.openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like fast
         self.pipeline: tuple[tuple[object, ...], CudaPipeline] | None = None  # by precision and weights
 
@@ -182,7 +189,7 @@ class Runners:
         module = self.input_module
         if isinstance(module, StaticEmbedding):
             return StaticRunner(module, self.layers)
-        if plan.backend == ComputeBackend.TORCH and next(module.parameters()).device.type == "cuda":
+        if plan.backend == ComputeBackend.TORCH and on_cuda(module):
             return self._cuda_pipeline(plan.precision, module)
         if plan.backend == ComputeBackend.TORCH:
             return TorchRunner(module, self.pooling, self.layers, self._torch_forward(plan.precision, module))
@@ -195,9 +202,11 @@ class Runners:
 
     def _cuda_pipeline(self, precision: str, transformer: Transformer) -> CudaPipeline:
         """The GPU pipeline (:mod:`sbert.inference.cuda_pipeline`) for ``precision``, built again
-        whenever the weights or the device have changed (its weights are converted copies)."""
+        whenever the weights or the device have changed (its weights are converted copies). The
+        weights' key is read on the host (:func:`~sbert.inference.fast_bert.weights_version`): a
+        value read here would make every call wait for the device."""
         device = next(transformer.parameters()).device
-        key = (precision, str(device), parameter_version(transformer.model))
+        key = (precision, str(device), weights_version(transformer.model))
         if self.pipeline is None or self.pipeline[0] != key:
             layers = self.layers
             pipeline = CudaPipeline(
@@ -220,9 +229,10 @@ class Runners:
         network = transformer.model
         device = next(transformer.parameters()).device
         if device.type == "cpu" and supports(network):
-            if self.fast is None or self.fast.version != parameter_version(network):
-                self.fast = FastBert(network, torch.bfloat16)
-            fast = self.fast
+            version = parameter_version(network)
+            if self.fast is None or self.fast[0] != version:
+                self.fast = (version, FastBert(network, torch.bfloat16))
+            fast = self.fast[1]
 
             def bf16(features: dict[str, Tensor], prompt_length: int) -> Tensor:
                 mask = features["attention_mask"]

@@ -114,7 +114,11 @@ class UnpaddedBert:
 
     def __init__(self, model: PreTrainedModel, dtype: torch.dtype) -> None:
         self.weights = FastBert(model, dtype)  # the same converted, fused weights as the CPU's bf16 path
-        self.varlen = _varlen_attention() if dtype in (torch.float16, torch.bfloat16) else None
+        on_cuda = next(model.parameters()).device.type == "cuda"
+        low = dtype in (torch.float16, torch.bfloat16)
+        # PyTorch's variable-length attention (flash kernels: CUDA, fp16/bf16); None: padded blocks.
+        self.varlen = _varlen_attention() if on_cuda and low else None
+        self.varlen_works = False  # set once it has run: a later failure is an error, not a fallback
 
     @property
     def dtype(self) -> torch.dtype:
@@ -139,16 +143,39 @@ class UnpaddedBert:
         return x.float()
 
     def _attention(self, qkv: Tensor, batch: UnpaddedBatch) -> Tensor:
-        total, heads = qkv.shape[0], self.weights.heads
-        hidden = qkv.shape[1] // 3
-        if self.varlen is not None and qkv.is_cuda:
-            query, key, value = qkv.view(total, 3, heads, -1).unbind(1)  # (total, heads, head_dim) each
-            try:
-                cu, longest = batch.cu_seqlens, batch.longest
-                return self.varlen(query, key, value, cu, cu, longest, longest).reshape(total, hidden)
-            except Exception as error:  # an older kernel or an unsupported head size: gather instead
-                warn_once(f"variable-length attention failed ({error}); padded attention blocks run instead")
-                self.varlen = None
+        """Each sentence's tokens attending to each other: ``(total, 3 * hidden)`` → ``(total, hidden)``."""
+        if self.varlen is not None:
+            return self._varlen_or_blocks(qkv, batch)
+        return self._blocks(qkv, batch)
+
+    def _varlen_or_blocks(self, qkv: Tensor, batch: UnpaddedBatch) -> Tensor:
+        """Variable-length attention; where its first call fails, padded blocks, and only if they
+        run: an error both raise (a bad input, a dtype CUDA refuses, out of memory) is raised, not
+        hidden by a switch to the slower path; nor does a failure after it has run once switch it."""
+        assert self.varlen is not None
+        total, heads, hidden = qkv.shape[0], self.weights.heads, qkv.shape[1] // 3
+        query, key, value = qkv.view(total, 3, heads, -1).unbind(1)  # (total, heads, head_dim) each
+        try:
+            cu, longest = batch.cu_seqlens, batch.longest
+            context = self.varlen(query, key, value, cu, cu, longest, longest).reshape(total, hidden)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as error:
+            if self.varlen_works:
+                raise
+            context = self._blocks(qkv, batch)  # raises what the blocks raise too
+            warn_once(
+                f"variable-length attention cannot run here ({type(error).__name__}: {error}); "
+                "this model's GPU pipeline runs padded attention blocks instead (slower)"
+            )
+            self.varlen = None
+            return context
+        self.varlen_works = True
+        return context
+
+    def _blocks(self, qkv: Tensor, batch: UnpaddedBatch) -> Tensor:
+        """Attention per sentence through a padded block ``(batch, heads, longest, head_dim)``."""
+        heads, hidden = self.weights.heads, qkv.shape[1] // 3
         sentences, longest = batch.token_index.shape
         block = qkv[batch.token_index]  # (batch, longest, 3 * hidden)
         query, key, value = block.view(sentences, longest, 3, heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
