@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
+from sbert.server.serving_plan import ServingPlan, check_device, default_batch_tokens
 from sbert.server.settings import BatchSettings, Limits, ServeOptions, check_served_names, default
 
 API_KEY_ENV = "SBERT_API_KEY"
@@ -94,8 +95,9 @@ def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-batch-tokens",
         type=int,
-        default=default(BatchSettings, "max_batch_tokens"),
-        help="padded tokens per forward pass (default %(default)s)",
+        default=None,
+        help="tokens per batch (default: 8192 padded tokens on a CPU; on a GPU 16384 real tokens, "
+        "text-embeddings-inference's max_batch_tokens)",
     )
     parser.add_argument(
         "--max-batch-size",
@@ -131,9 +133,10 @@ def run(args: argparse.Namespace) -> int:
         "max_batch_size",
         "max_items",
     ):
-        if getattr(args, flag) < 1:
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     check_served_names(args.served_model_name)  # before a model is loaded
+    check_device(args.device)
     batching = BatchSettings(
         max_batch_tokens=args.max_batch_tokens,
         max_batch_size=args.max_batch_size,
@@ -159,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
         name: each or [Path(str(models[name].name)).name]
         for name, each in served_names(args.model, list(models), args.served_model_name).items()
     }
+    tokens = args.max_batch_tokens or default_batch_tokens(model)
     print(
-        f"sbert serve: {' = '.join(names[first])}: {model.name} ({model.precision}, {model.backend}"
-        f"{', packed batches' if args.pack and model.packs else ''}) on http://{args.host}:{args.port}",
+        f"sbert serve: {' = '.join(names[first])}: {model.name} "
+        f"({ServingPlan.of(model, tokens, args.pack).line()}) on http://{args.host}:{args.port}",
         file=sys.stderr,
         flush=True,
     )
