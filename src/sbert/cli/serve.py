@@ -171,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for name, other in more:
         print(
-            f"sbert serve: also {' = '.join(names[name])}: {other.name} ({other.precision}, {other.backend})",
+            f"sbert serve: also {' = '.join(names[name])}: {other.name} "
+            f"({ServingPlan.of(other, args.max_batch_tokens or default_batch_tokens(other), args.pack).line()})",
             file=sys.stderr,
         )
     return serve([(names[name], each) for name, each in models.items()], options)
