@@ -129,7 +129,7 @@ class TokenBudget:
             [range(0, 1), range(1, 3)]
         """
         runs: list[range] = []
-        start, held = 0, []
+        start, held = 0, list[int]()
         for index, each in enumerate(counts):
             if held and self.cost([*held, *each]) > self.tokens:
                 runs.append(range(start, index))
