@@ -198,3 +198,23 @@ def test_encode_on_the_gpu_path_warns_of_truncation_once_and_keeps_the_training_
     assert [r.getMessage() for r in caplog.records] == [
         "80 of 120 inputs were longer than max_seq_length=64 tokens and were truncated"
     ]
+
+
+def test_host_threads_are_made_once_per_pipeline_and_not_for_one_query(tiny_encoder: SentenceEncoder) -> None:
+    pipeline = _pipeline(tiny_encoder, PipelineOptions(max_batch_tokens=60, tokenize_threads=2))
+    pipeline.run_texts(
+        ["one query"], lambda texts: tiny_encoder.token_ids(texts).ids, RunOptions(), lambda done: None
+    )
+    assert pipeline._pools == {}  # one query: no thread at all
+    sentences = _sentences(120, seed=5)
+
+    def tokenize(texts: object) -> list[list[int]]:
+        return tiny_encoder.token_ids(texts).ids  # type: ignore[arg-type]
+
+    pipeline.run_texts(sentences, tokenize, RunOptions(), lambda done: None, chunk=40)
+    pools = dict(pipeline._pools)
+    assert set(pools) == {"sbert-tokenize", "sbert-host"}
+    before = threading.active_count()
+    for _ in range(3):
+        pipeline.run_texts(sentences, tokenize, RunOptions(), lambda done: None, chunk=40)
+    assert pipeline._pools == pools and threading.active_count() == before  # the same pools, no new threads
