@@ -142,9 +142,8 @@ def test_the_serve_banner_names_a_model_once() -> None:
 
     from sbert.cli.serve import _described
 
-    bundled = SimpleNamespace(name="all-MiniLM-L6-v2", precision="bfloat16", backend="openvino")
-    assert _described(["all-MiniLM-L6-v2"], bundled) == "all-MiniLM-L6-v2 (bfloat16, openvino)"
-    renamed = _described(
-        ["tiny", "text-embedding-3-small"], SimpleNamespace(**{**vars(bundled), "name": "/m/t"})
-    )
-    assert renamed == "tiny = text-embedding-3-small: /m/t (bfloat16, openvino)"
+    bundled = SimpleNamespace(name="all-MiniLM-L6-v2")
+    plan = "cpu, bfloat16, openvino, batches of up to 8192 padded tokens"
+    assert _described(["all-MiniLM-L6-v2"], bundled, plan) == f"all-MiniLM-L6-v2 ({plan})"
+    renamed = _described(["tiny", "text-embedding-3-small"], SimpleNamespace(name="/m/t"), plan)
+    assert renamed == f"tiny = text-embedding-3-small: /m/t ({plan})"

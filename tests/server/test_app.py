@@ -83,6 +83,15 @@ def test_health_models_metrics_and_other_model(server) -> None:
     health = httpx.get(f"{server.url}/health").json()
     assert health["status"] == "ok" and health["dimension"] == 32 and health["max_input_tokens"] == 64
     assert health["packed_batches"] is False  # PyTorch runs padded batches
+    assert health["serving"] == {
+        "device": "cpu",
+        "precision": "float32",
+        "backend": "torch",
+        "runner": "torch",
+        "max_batch_tokens": 8192,
+        "batch_tokens": "padded",
+        "cuda_graphs": False,
+    }
     assert httpx.get(f"{server.url}/v1/models").json()["data"][0]["id"] == "tiny-bert"
     other = post(server, "/v1/embeddings", {"input": "x", "model": "text-embedding-3-small"})
     assert other.status_code == 404 and other.json()["error"]["param"] == "model"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
+from sbert.server.serving_plan import ServingPlan, check_device, default_batch_tokens
 from sbert.server.settings import BatchSettings, Limits, ServeOptions, check_served_names, default
 
 API_KEY_ENV = "SBERT_API_KEY"
@@ -102,8 +103,9 @@ def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-batch-tokens",
         type=int,
-        default=default(BatchSettings, "max_batch_tokens"),
-        help="padded tokens per forward pass (default %(default)s)",
+        default=None,
+        help="tokens per batch (default: 8192 padded tokens on a CPU; on a GPU 16384 real tokens, "
+        "text-embeddings-inference's max_batch_tokens)",
     )
     parser.add_argument(
         "--max-batch-size",
@@ -139,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
         "max_batch_size",
         "max_items",
     ):
-        if getattr(args, flag) < 1:
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     check_served_names(args.served_model_name)  # before a model is loaded
+    check_device(args.device)
     batching = BatchSettings(
         max_batch_tokens=args.max_batch_tokens,
         max_batch_size=args.max_batch_size,
@@ -167,23 +170,28 @@ def run(args: argparse.Namespace) -> int:
         name: each or [Path(str(models[name].name)).name]
         for name, each in served_names(args.model, list(models), args.served_model_name).items()
     }
-    packed = ", packed batches" if args.pack and model.packs else ""
     print(
-        f"sbert serve: {_described(names[first], model, packed)} on http://{args.host}:{args.port}",
+        f"sbert serve: {_described(names[first], model, _plan(model, args))} on http://{args.host}:{args.port}",
         file=sys.stderr,
         flush=True,
     )
     for name, other in more:
-        print(f"sbert serve: also {_described(names[name], other)}", file=sys.stderr)
+        print(f"sbert serve: also {_described(names[name], other, _plan(other, args))}", file=sys.stderr)
     return serve([(names[name], each) for name, each in models.items()], options)
 
 
-def _described(names: list[str], model: Any, packed: str = "") -> str:
-    """``NAME = ALIAS: MODEL (precision, backend)``; the model once when it goes by its own name."""
+def _described(names: list[str], model: Any, plan: str) -> str:
+    """``NAME = ALIAS: MODEL (plan)``; the model once when it goes by its own name."""
     shown = " = ".join(names)
     if str(model.name) not in names:
         shown += f": {model.name}"
-    return f"{shown} ({model.precision}, {model.backend}{packed})"
+    return f"{shown} ({plan})"
+
+
+def _plan(model: Any, args: argparse.Namespace) -> str:
+    """Where and how ``model`` serves: device, precision, runner, batches (its ServingPlan)."""
+    tokens = args.max_batch_tokens or default_batch_tokens(model)
+    return ServingPlan.of(model, tokens, args.pack).line()
 
 
 def load_models(args: argparse.Namespace) -> dict[str, Any]:

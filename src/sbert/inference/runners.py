@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.batching import length_sorted_batches
-from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline
+from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline, PipelineOptions
 from sbert.inference.fast_bert import FastBert, parameter_version, supports, weights_version
 from sbert.inference.openvino_engine import OpenVinoEngine
 from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
@@ -170,6 +170,8 @@ class Runners:
         )
         self.openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like fast
         self.pipeline: tuple[tuple[object, ...], CudaPipeline] | None = None  # by precision and weights
+        # How the GPU pipeline runs (None: its defaults); `sbert serve --max-batch-tokens` sets it.
+        self.pipeline_options: PipelineOptions | None = None
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled or deep-copied without what it built: every one is a cache, built again on first
@@ -206,11 +208,15 @@ class Runners:
         weights' key is read on the host (:func:`~sbert.inference.fast_bert.weights_version`): a
         value read here would make every call wait for the device."""
         device = next(transformer.parameters()).device
-        key = (precision, str(device), weights_version(transformer.model))
+        key = (precision, str(device), weights_version(transformer.model), self.pipeline_options)
         if self.pipeline is None or self.pipeline[0] != key:
             layers = self.layers
             pipeline = CudaPipeline(
-                transformer, self.pooling, lambda pooled: after_pooling(layers, pooled), DTYPES[precision]
+                transformer,
+                self.pooling,
+                lambda pooled: after_pooling(layers, pooled),
+                DTYPES[precision],
+                self.pipeline_options,
             )
             self.pipeline = (key, pipeline)
         return self.pipeline[1]

@@ -107,6 +107,20 @@ class RerankResponse(_Answer):
     truncated: list[Truncated] | None = None
 
 
+class Serving(_Answer):
+    device: str = Field(description="`cpu`, `cuda:0`, ...")
+    precision: str
+    backend: str
+    runner: Literal["cuda-pipeline", "torch", "openvino", "openvino-packed", "static"] = Field(
+        description="What runs the batches: `cuda-pipeline` is the GPU pipeline"
+    )
+    max_batch_tokens: int = Field(description="Most tokens of one batch handed to the runner")
+    batch_tokens: Literal["real", "padded"] = Field(
+        description="What those tokens count: real ones, or sentences × longest"
+    )
+    cuda_graphs: bool = Field(description="Whether small batches replay CUDA graphs")
+
+
 class Health(_Answer):
     """The default (first) model's details, and every served model's name."""
 
@@ -118,6 +132,7 @@ class Health(_Answer):
     backend: str
     engine: dict[str, Any] = Field(description="What encode() runs: backend, precision, graph, ...")
     packed_batches: bool = Field(description="Whether merged batches run as packed rows")
+    serving: Serving = Field(description="Where the batches run and how they are cut")
     index: str | None
     cross_encoder: str | None
     queued_items: int = Field(description="Sentences waiting, all models together")

@@ -15,6 +15,14 @@ while one merged batch runs form the next, and when the last batch merged n requ
 waits up to ``batch_wait_ms`` (5 ms) for n, or for every request the server holds if more, since the
 clients just answered are about to send again.
 
+On the GPU pipeline (``token_budget``) the batcher follows text-embeddings-inference's queue
+(core/src/queue.rs at 0d124dc9773be6ac5a9a57d8439aba9bbbf33273): requests are taken in arrival order
+while their tokens fit ``max_batch_tokens`` (real tokens where the pipeline runs unpadded,
+sentences × longest where it pads), and the next request that would pass it starts the next batch;
+``max_batch_size`` does not apply there. Unlike TEI, a request's inputs stay in one ``encode()``
+call: a request over the budget alone is one call, which the pipeline cuts into budget-sized passes.
+Each batch's requests are answered as soon as it is done.
+
 A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
 """
 
@@ -28,12 +36,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from sbert.batching import BATCH_COST_TOKENS
+from sbert.server.serving_plan import CPU_BATCH_TOKENS
 from sbert.server.settings import BatchSettings
 
 if TYPE_CHECKING:
@@ -95,6 +104,42 @@ class BatchStats:
     seconds: float
 
 
+@dataclass(frozen=True)
+class TokenBudget:
+    """TEI's ``max_batch_tokens``: the most tokens one batch may hold, and how they count."""
+
+    tokens: int
+    padded: bool = False  # sentences × longest (a padded model), else the sum of real tokens
+
+    def cost(self, counts: Sequence[int]) -> int:
+        """What a batch of inputs of these token counts costs against :attr:`tokens`."""
+        if not counts:
+            return 0
+        return max(counts) * len(counts) if self.padded else sum(counts)
+
+    def groups(self, counts: Sequence[Sequence[int]]) -> list[range]:
+        """Consecutive runs of requests (by index), each within the budget, in arrival order; a
+        request over the budget alone is a run of its own (TEI: the entry that would pass the
+        budget starts the next batch).
+
+        Examples:
+            >>> TokenBudget(10).groups([[4], [3, 2], [5], [20], [1]])
+            [range(0, 2), range(2, 3), range(3, 4), range(4, 5)]
+            >>> TokenBudget(10, padded=True).groups([[4], [3, 2], [1]])
+            [range(0, 1), range(1, 3)]
+        """
+        runs: list[range] = []
+        start, held = 0, list[int]()
+        for index, each in enumerate(counts):
+            if held and self.cost([*held, *each]) > self.tokens:
+                runs.append(range(start, index))
+                start, held = index, []
+            held += each
+        if counts:
+            runs.append(range(start, len(counts)))
+        return runs
+
+
 @dataclass
 class _EmbedJob:
     texts: list[str]
@@ -130,6 +175,8 @@ class Batcher:
             :func:`sbert.batching.cheapest_cuts`; 24 measured on a CPU), or ``None`` for batches
             of ``max_batch_size``. Where the model packs (``encode(pack=True)``: BERT on OpenVINO,
             float32 or bf16) rows are packed instead.
+        token_budget: Batches cut as TEI's queue cuts them (the GPU pipeline; see the module's
+            docstring), of at most ``settings.max_batch_tokens`` tokens; ``None``: by sentences.
 
     Not run by the tests: it starts the worker thread (tests/server/test_batcher.py drives it).
 
@@ -150,15 +197,21 @@ class Batcher:
         on_batch: Callable[[BatchStats], None] | None = None,
         in_flight: Callable[[], int] = lambda: 0,
         batch_cost_tokens: int | None = BATCH_COST_TOKENS,
+        token_budget: TokenBudget | None = None,
     ) -> None:
         if parallel_batches < 1:
             raise ValueError(f"parallel_batches must be at least 1, got {parallel_batches}")
         self.model = model
-        self.settings = settings or BatchSettings()
+        settings = settings or BatchSettings()
+        if settings.max_batch_tokens is None:  # the device's default, or the budget's
+            tokens = token_budget.tokens if token_budget else CPU_BATCH_TOKENS
+            settings = replace(settings, max_batch_tokens=tokens)
+        self.settings = settings
         self.parallel_batches = parallel_batches
         self.on_batch = on_batch
         self.in_flight = in_flight
         self.batch_cost_tokens = batch_cost_tokens
+        self.token_budget = token_budget
         self._queue: deque[_EmbedJob | _CallJob] = deque()
         self._queued_items = 0
         self._closing = False
@@ -174,6 +227,23 @@ class Batcher:
 
     def start(self) -> None:
         self._thread.start()
+
+    def step(self) -> bool:
+        """Take the next unit of work (waiting for one) and run it on the calling thread; ``False``
+        once closed and drained. The worker thread loops on it; a test may call it from its own
+        thread instead of :meth:`start` (the CUDA-rules fixture watches one thread)."""
+        work = self._take()
+        if work is None:
+            return False
+        if isinstance(work, _CallJob):
+            if work.future.set_running_or_notify_cancel():
+                try:
+                    work.future.set_result(work.fn())
+                except BaseException as error:  # the worker must outlive any one job
+                    work.future.set_exception(error)
+        else:
+            self._embed(work)
+        return True
 
     def embed(self, texts: Sequence[str], truncate: bool = True, prompt: str = "") -> Future[Embedded]:
         """Queue texts for encoding, ``prompt`` before each; the future holds an :class:`Embedded`.
@@ -233,7 +303,7 @@ class Batcher:
             if isinstance(first, _CallJob):
                 return first
             jobs, items = [first], first.items
-            target = self.parallel_batches * self.settings.max_batch_size
+            target = self._target()
             # Under load (the last batch merged several requests), the clients it answered are
             # about to send again: wait up to batch_wait_ms for as many, or for every request the server
             # holds, if more. Without the second, 64 closed-loop clients could settle into two
@@ -259,16 +329,16 @@ class Batcher:
             self._last_requests = len(jobs)
             return jobs
 
+    def _target(self) -> int:
+        """Most sentences one take merges: by sentences on a CPU engine; under a token budget, as
+        many as could fit it (every input is a token at least): :meth:`_embed` cuts by tokens."""
+        if self.token_budget is not None:
+            return self.token_budget.tokens
+        return self.parallel_batches * self.settings.max_batch_size
+
     def _work(self) -> None:
-        while (work := self._take()) is not None:
-            if isinstance(work, _CallJob):
-                if work.future.set_running_or_notify_cancel():
-                    try:
-                        work.future.set_result(work.fn())
-                    except BaseException as error:  # the worker must outlive any one job
-                        work.future.set_exception(error)
-            else:
-                self._embed(work)
+        while self.step():
+            pass
 
     def _embed(self, jobs: list[_EmbedJob]) -> None:
         limit = int(self.model.max_seq_length)
@@ -279,8 +349,16 @@ class Batcher:
                 job.future.set_exception(InputTooLong(*too_long[0], limit))
             else:
                 live.append((job, counts))
-        if not live:
+        if self.token_budget is None:
+            self._encode(live)
             return
+        runs = self.token_budget.groups([[min(count, limit) for count in counts] for _, counts in live])
+        for run in runs:  # TEI: each batch answered as soon as it is done
+            self._encode(live[run.start : run.stop])
+
+    def _encode(self, live: list[tuple[_EmbedJob, list[int]]]) -> None:
+        """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error)."""
+        limit = int(self.model.max_seq_length)
         texts = [text for job, _ in live for text in job.texts]
         size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
         start = time.perf_counter()

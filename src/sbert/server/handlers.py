@@ -217,6 +217,7 @@ async def health(request: Request) -> Response:
             "backend": plan.backend,
             "engine": plan.to_dict(),
             "packed_batches": service.batcher.settings.pack and plan.packs,
+            "serving": service.serving_plan().to_dict(),
             "index": service.index_path,
             "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
             "queued_items": served.queued_items,

@@ -19,10 +19,12 @@ from typing import Any
 import uvicorn
 
 from sbert.errors import ModelLoadError
+from sbert.inference.cuda_graphs import BATCH_BUCKETS
 from sbert.server.app import create_app
-from sbert.server.batcher import Batcher
+from sbert.server.batcher import Batcher, TokenBudget
 from sbert.server.gate import Gate
 from sbert.server.service import Service, Services
+from sbert.server.serving_plan import default_batch_tokens, on_gpu_pipeline, unpadded
 from sbert.server.settings import ServeOptions
 
 logger = logging.getLogger("sbert")
@@ -64,6 +66,7 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
 
         index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
+    budget = token_budget(model, options)  # before the warm-up: it builds the GPU pipeline
     # Compile (and calibrate) now, the packed graph too, so that no request waits for it.
     vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.batching.pack)
     if index is not None:
@@ -73,13 +76,34 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
             raise ModelLoadError(f"{options.index}: {error}") from error
     if cross_encoder is not None:
         cross_encoder.predict([(WARM_UP[0], WARM_UP[1])])
+    if on_gpu_pipeline(model):
+        warm_up_graphs(model)
     # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
     parallel = _threads() if model.backend == "openvino" else 1
-    batcher = Batcher(model, options.batching, parallel_batches=parallel)
+    batcher = Batcher(model, options.batching, parallel_batches=parallel, token_budget=budget)
     model_id, *aliases = names or [Path(str(model.name)).name]
     return Service(
         model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
     )
+
+
+def token_budget(model: Any, options: ServeOptions) -> TokenBudget | None:
+    """On the GPU pipeline, TEI's batches of ``--max-batch-tokens`` tokens (default 16384), which
+    the pipeline then runs as one pass each (its own budget set to the same); elsewhere ``None``."""
+    if not on_gpu_pipeline(model):
+        return None
+    from sbert.inference.cuda_pipeline import PipelineOptions
+
+    tokens = options.batching.max_batch_tokens or default_batch_tokens(model)
+    model.runners.pipeline_options = PipelineOptions(max_batch_tokens=tokens)
+    return TokenBudget(tokens, padded=not unpadded(model))
+
+
+def warm_up_graphs(model: Any) -> None:
+    """Capture the CUDA graphs of one to eight short sentences now, so that the first lone query
+    does not pay for a capture (longer queries' shapes are captured on first use)."""
+    for count in BATCH_BUCKETS:
+        model.encode(WARM_UP[:1] * count, show_progress_bar=False)
 
 
 def load_cross_encoder(path: str) -> Any:

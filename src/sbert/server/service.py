@@ -14,6 +14,7 @@ from starlette.requests import Request
 from sbert.contracts import ServedModel
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
 from sbert.server.schemas import TEI_VALIDATION, APIError
+from sbert.server.serving_plan import ServingPlan, default_batch_tokens
 from sbert.server.settings import Limits
 
 
@@ -46,6 +47,12 @@ class Service:
     ) -> Embedded:
         """The texts' vectors from the batcher; ``name(i)`` names input i in an error (``input[3]``)."""
         return await await_worker(self.batcher, lambda: self.batcher.embed(texts, truncate, prompt), name)
+
+    def serving_plan(self) -> ServingPlan:
+        """The device, the engine plan, the runner and the token budget the batches run on."""
+        settings = self.batcher.settings
+        tokens = settings.max_batch_tokens or default_batch_tokens(self.model)
+        return ServingPlan.of(self.model, tokens, settings.pack)
 
     def prompt(self, prompt_name: str | None, query: bool = False) -> str:
         """The text put before each input ("": none); an unknown name is a 422 listing the model's."""

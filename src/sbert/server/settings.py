@@ -22,15 +22,18 @@ class BatchSettings:
     """How the one model thread merges requests (see :mod:`sbert.server.batcher`).
 
     Attributes:
-        max_batch_tokens: Cap on padded tokens (sentences × longest) of one forward pass.
-        max_batch_size: Most sentences in one forward pass.
+        max_batch_tokens: Most tokens of one batch. ``None``: the device's default
+            (:func:`~sbert.server.serving_plan.default_batch_tokens`): 8192 padded tokens (sentences ×
+            longest) on a CPU engine; on the GPU pipeline text-embeddings-inference's 16384, real
+            tokens where it runs the model unpadded.
+        max_batch_size: Most sentences in one forward pass (CPU engines; the GPU pipeline cuts by tokens).
         max_queued_items: Sentences (or rerank pairs) that may wait before a request gets 429.
         batch_wait_ms: Under load, how long a batch waits for the clients just answered (a lone
             client never waits).
         pack: Pack a merged batch's sentences into rows without padding where the model allows.
     """
 
-    max_batch_tokens: int = 8192
+    max_batch_tokens: int | None = None
     max_batch_size: int = 32
     max_queued_items: int = 2048
     batch_wait_ms: float = 5.0
@@ -38,7 +41,7 @@ class BatchSettings:
 
     def __post_init__(self) -> None:
         for name in ("max_batch_tokens", "max_batch_size", "max_queued_items"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.batch_wait_ms < 0:
             raise ValueError(f"batch_wait_ms must not be negative, got {self.batch_wait_ms}")
