@@ -26,11 +26,9 @@ from sbert.inputs import as_texts, check_count, valid_utf8
 from sbert.loading import load
 from sbert.model_io import save_modules
 from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
+from sbert.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.prompts import Prompts
 from sbert.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
-
-# Inputs at least this long get a progress bar by default; shorter ones finish before it would help.
-PROGRESS_BAR_MIN_SENTENCES = 1000
 
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
 

@@ -52,3 +52,8 @@ def choice(value: str, choices: tuple[T, ...], what: str) -> T:
         if normalised == option:
             return option
     raise ValueError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+
+
+# Inputs at least this long get a progress bar by default; shorter ones finish before it would help.
+# Here, not in sbert.encoder, so a cold `sbert encode` can tell without importing torch.
+PROGRESS_BAR_MIN_SENTENCES = 1000

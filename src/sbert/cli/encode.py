@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sbert.cli.common import add_model_arguments, add_progress_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS
+from sbert.hub import DEFAULT_MODEL
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
 
@@ -140,21 +141,10 @@ def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
 
     from sbert.data.texts import read_texts
     from sbert.files import atomic_path
-    from sbert.truncation import check_dimensions, truncate_embeddings
+    from sbert.truncation import truncate_embeddings
 
     texts = read_texts(args.input, args.format, args.column, skip_bad_lines=args.skip_bad_lines)
-    model = load_model(args)
-    if args.dimensions is not None:
-        check_dimensions(args.dimensions, model.dim, f"model {model.name}'s")  # before encoding
-    vectors = model.encode(
-        texts,
-        batch_size=args.batch_size,
-        max_tokens=args.max_tokens,
-        normalize=args.normalize,
-        prompt_name=args.prompt_name,
-        prompt=args.prompt,
-        show_progress_bar=args.show_progress_bar,
-    )
+    vectors = _encode_texts(args, texts)
     assert isinstance(vectors, np.ndarray)
     if args.dimensions is not None:
         vectors = truncate_embeddings(vectors, args.dimensions)
@@ -171,6 +161,58 @@ def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
                 _write_jsonl(handle, texts, vectors)
     print(f"wrote {len(texts)} embeddings of dimension {vectors.shape[1]} to {args.output}", file=sys.stderr)
     return 0
+
+
+def _encode_texts(args: argparse.Namespace, texts: list[str]):  # type: ignore[no-untyped-def]
+    """The vectors (n, D) of ``texts``: from the cached graph without building the PyTorch model
+    where an earlier command left what that needs (:mod:`sbert.inference.cold_start`), else by the
+    model, which then leaves it for the next command."""
+    from sbert.inference import cold_start
+    from sbert.truncation import check_dimensions
+
+    request = _cold_request(args, texts)
+    pooled = None if request is None else cold_start.encode(request, texts)
+    if pooled is not None:
+        from sbert.encode_output import EncodeOutput
+
+        if args.dimensions is not None:
+            check_dimensions(args.dimensions, pooled.shape[1], f"model {args.model or DEFAULT_MODEL}'s")
+        return EncodeOutput(normalize=args.normalize).finish(pooled, False)  # as encode() finishes
+    model = load_model(args)
+    if args.dimensions is not None:
+        check_dimensions(args.dimensions, model.dim, f"model {model.name}'s")  # before encoding
+    vectors = model.encode(
+        texts,
+        batch_size=args.batch_size,
+        max_tokens=args.max_tokens,
+        normalize=args.normalize,
+        prompt_name=args.prompt_name,
+        prompt=args.prompt,
+        show_progress_bar=args.show_progress_bar,
+    )
+    if request is not None:
+        cold_start.record(model, request)
+    return vectors
+
+
+def _cold_request(args: argparse.Namespace, texts: list[str]):  # type: ignore[no-untyped-def]
+    """What :mod:`~sbert.inference.cold_start` keys its entries on, or ``None`` where the command
+    asks for what only the model does (a pooling or prompt of its own, calibration, a progress bar)."""
+    from sbert.hub import resolve_model_path
+    from sbert.inference.cold_start import ColdRequest
+    from sbert.options import PROGRESS_BAR_MIN_SENTENCES
+
+    bar = args.show_progress_bar or (
+        args.show_progress_bar is None and len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+    )
+    asked = (args.pooling, args.prompt_name, args.prompt, getattr(args, "calibration", None))
+    if not texts or bar or any(option is not None for option in asked) or args.device not in (None, "cpu"):
+        return None
+    try:
+        path = resolve_model_path(args.model)
+    except Exception:  # the full path reports it
+        return None
+    return ColdRequest(str(path), args.precision, args.backend, args.device, args.batch_size, args.max_tokens)
 
 
 def _run_store(args: argparse.Namespace) -> int:

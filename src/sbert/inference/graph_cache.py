@@ -10,6 +10,7 @@ Location: ``$SBERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/sbert``, else ``~/.cache/
 in its ``openvino/`` folder (about 40 MB each for all-MiniLM-L6-v2), the :data:`MAX_GRAPHS` most
 recently used. ``SBERT_CACHE_DIR=off`` turns the cache off. Each graph is stored with the SHA-256 of its
 files and read only if they still match, so a graph altered on disk is rebuilt, never served.
+The folder ``openvino-by-files/`` beside it holds :mod:`sbert.inference.cold_start`'s entries.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ import shutil
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from sbert.files import replace_dir, staging_dir
-from sbert.identity import hash_weights
+
+if TYPE_CHECKING:  # torch is imported only to fingerprint a module: reading a graph back needs none
+    from torch import nn
 
 logger = logging.getLogger("sbert")
 
@@ -55,6 +56,8 @@ def cache_dir() -> Path | None:
 
 def fingerprint(module: nn.Module, recipe: dict[str, Any]) -> str:
     """A hex digest of ``module`` (structure and every weight), ``recipe`` and the library versions."""
+    from sbert.identity import hash_weights
+
     digest = hashlib.sha256()
     described = {"recipe": recipe, "module": repr(module), "versions": _versions()}
     digest.update(json.dumps(described, sort_keys=True).encode("utf-8"))
@@ -103,6 +106,23 @@ def load_or_build(key: str, build: Callable[[], Any]) -> Any:
     with contextlib.suppress(OSError):
         _forget_all_but_recent(folder.parent, MAX_GRAPHS)
     return stored
+
+
+def read_stored(key: str) -> Any | None:
+    """The graph stored under ``key``, its checksums verified, or ``None`` when the cache is off or
+    holds no intact graph there: for a caller that cannot build one (it then takes the path that can)."""
+    root = cache_dir()
+    folder = None if root is None else root / "openvino" / key
+    if folder is None or not (folder / "model.xml").is_file():
+        return None
+    try:
+        model = _read_verified(folder)
+    except Exception as error:  # altered or unreadable: the building path warns and rebuilds it
+        logger.debug("not reading the cached graph %s (%s)", folder, error)
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(folder)  # recently used: kept longest
+    return model
 
 
 _unwritable: set[str] = set()  # cache folders already warned about in this process

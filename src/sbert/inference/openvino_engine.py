@@ -18,13 +18,11 @@ rest in bf16. Calibrated graphs are kept on disk (:mod:`sbert.inference.graph_ca
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import io
 import logging
 import re
-import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from typing import Any
 
@@ -36,7 +34,8 @@ from sbert.batching import BATCH_COST_TOKENS, length_sorted_batches
 from sbert.inference import graph_cache
 from sbert.inference.cpu import this_cpu
 from sbert.inference.fast_bert import parameter_version
-from sbert.inference.openvino_runtime import host_logging_kept, import_openvino
+from sbert.inference.openvino_runtime import compile_config, host_logging_kept, import_openvino
+from sbert.inference.openvino_runtime import keep_signal_stack as _keep_signal_stack
 from sbert.inference.packing import PackedTransformer, packable, pass_feeds
 from sbert.inference.precision import CALIBRATED
 from sbert.inference.probe import UnfaithfulGraph, check_probe, probe_texts
@@ -60,30 +59,6 @@ logger = logging.getLogger("sbert")
 ENGINE_PRECISIONS = ("float32", "bfloat16", *CALIBRATED)
 
 _Rows = Sequence[int] | np.ndarray  # the sentences whose vectors one inference computes, in order
-
-
-class _SignalStack(ctypes.Structure):  # Linux stack_t
-    _fields_ = [("sp", ctypes.c_void_p), ("flags", ctypes.c_int), ("size", ctypes.c_size_t)]
-
-
-@contextlib.contextmanager
-def _keep_signal_stack() -> Iterator[None]:
-    """Restore the calling thread's alternate signal stack after OpenVINO work.
-
-    OpenVINO leaves the main thread's alternate signal stack pointing at memory it has unmapped.
-    Python installs its handlers with SA_ONSTACK, so the next handled signal (a Ctrl-C during
-    training) crashed the process with a segmentation fault (seen in the trainer's Ctrl-C test).
-    """
-    if not sys.platform.startswith("linux"):
-        yield
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    saved = _SignalStack()
-    libc.sigaltstack(None, ctypes.byref(saved))
-    try:
-        yield
-    finally:
-        libc.sigaltstack(ctypes.byref(saved), None)
 
 
 def default_calibration_sentences() -> list[str]:
@@ -157,6 +132,7 @@ class OpenVinoEngine:
         self._packed_requests: list[Any] | None = None  # the packed graph, compiled on first use
         self._packed_failure: str | None = None  # why the packed graph failed its probe
         self._reference = reference
+        self.graph_key: str | None = None  # the float graph's cache key (calibrated graphs: None)
         module = _PooledTransformer(transformer, pooling)
         with _keep_signal_stack():
             if precision in CALIBRATED:
@@ -175,13 +151,7 @@ class OpenVinoEngine:
 
     def _compile(self, model: Any) -> list[Any]:
         """One inference request per stream of ``model`` compiled for the CPU at this precision."""
-        # int8 keeps its unquantized steps in fp32: with bf16 there, STSb Spearman fell 82.01 → 81.95.
-        low = "bf16" if self.precision in ("bfloat16", "mixed") and self.native_bf16 else "f32"
-        config = {
-            "INFERENCE_NUM_THREADS": self.threads,
-            "PERFORMANCE_HINT": "THROUGHPUT",
-            "INFERENCE_PRECISION_HINT": low,
-        }
+        config = compile_config(self.precision, self.native_bf16, self.threads)
         compiled = import_openvino().Core().compile_model(model, "CPU", config)
         jobs = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))  # one per stream
         return [compiled.create_infer_request() for _ in range(jobs)]
@@ -194,7 +164,9 @@ class OpenVinoEngine:
         module was converted before: converting took 0.8 s of a cold 3-line `sbert encode`."""
         key = graph_cache.fingerprint(module, {"graph": "padded, not quantized"})
         example = self._feeds(self._example_ids())
-        return graph_cache.load_or_build(key, lambda: self._convert(module, example))
+        model = graph_cache.load_or_build(key, lambda: self._convert(module, example))
+        self.graph_key = key  # where the cache keeps it: a cold `sbert encode` reads it from there
+        return model
 
     def _calibrated(
         self, module: _PooledTransformer, precision: str, calibration: Sequence[str] | None
