@@ -11,10 +11,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_model_arguments, add_progress_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS
 from sbert.hub import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from sbert.inference.cold_start import ColdRequest
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
 
@@ -163,7 +167,7 @@ def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
     return 0
 
 
-def _encode_texts(args: argparse.Namespace, texts: list[str]):  # type: ignore[no-untyped-def]
+def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
     """The vectors (n, D) of ``texts``: from the cached graph without building the PyTorch model
     where an earlier command left what that needs (:mod:`sbert.inference.cold_start`), else by the
     model, which then leaves it for the next command."""
@@ -195,7 +199,7 @@ def _encode_texts(args: argparse.Namespace, texts: list[str]):  # type: ignore[n
     return vectors
 
 
-def _cold_request(args: argparse.Namespace, texts: list[str]):  # type: ignore[no-untyped-def]
+def _cold_request(args: argparse.Namespace, texts: list[str]) -> ColdRequest | None:
     """What :mod:`~sbert.inference.cold_start` keys its entries on, or ``None`` where the command
     asks for what only the model does (a pooling or prompt of its own, calibration, a progress bar)."""
     from sbert.hub import resolve_model_path
