@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
-from sbert.server.serving_plan import ServingPlan, check_device, default_batch_tokens
 from sbert.server.settings import BatchSettings, Limits, ServeOptions, check_served_names, default
 
 API_KEY_ENV = "SBERT_API_KEY"
@@ -144,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     check_served_names(args.served_model_name)  # before a model is loaded
+    from sbert.server.serving_plan import check_device  # sbert.batching imports numpy: not for --help
+
     check_device(args.device)
     batching = BatchSettings(
         max_batch_tokens=args.max_batch_tokens,
@@ -190,6 +191,8 @@ def _described(names: list[str], model: Any, plan: str) -> str:
 
 def _plan(model: Any, args: argparse.Namespace) -> str:
     """Where and how ``model`` serves: device, precision, runner, batches (its ServingPlan)."""
+    from sbert.server.serving_plan import ServingPlan, default_batch_tokens
+
     tokens = args.max_batch_tokens or default_batch_tokens(model)
     return ServingPlan.of(model, tokens, args.pack).line()
 
