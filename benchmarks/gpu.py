@@ -345,9 +345,22 @@ def main() -> None:
             loaded.update(encoders(path, args.device))
         return loaded
 
+    run_sections(sections, result, started, args.budget_s, args.output)
+    print_table(result)
+
+
+def run_sections(
+    sections: dict[str, Callable[[], Any]],
+    result: dict[str, Any],
+    started: float,
+    budget_s: float,
+    output: Path | None,
+) -> None:
+    """Each section into ``result[name]``, isolated (a failure is kept as ``NAME_failed`` with its
+    traceback printed), none started after ``budget_s``, ``result`` written to ``output`` as each ends."""
     for name, section in sections.items():
-        if time.perf_counter() - started > args.budget_s:
-            result[f"{name}_failed"] = f"skipped: {args.budget_s:.0f} s spent before it could start"
+        if time.perf_counter() - started > budget_s:
+            result[f"{name}_failed"] = f"skipped: {budget_s:.0f} s spent before it could start"
             continue
         try:
             result[name] = section()
@@ -355,9 +368,8 @@ def main() -> None:
             result[f"{name}_failed"] = f"{type(error).__name__}: {error}"
             print(f"section {name} failed:\n{traceback.format_exc()}", flush=True)
         result["seconds"] = time.perf_counter() - started
-        if args.output:
-            args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print_table(result)
+        if output:
+            output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 def _versions() -> dict[str, str]:

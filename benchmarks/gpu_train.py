@@ -43,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -53,7 +52,7 @@ import numpy as np
 import torch
 
 from alternating import alternating_order
-from gpu import model_dir  # the fp16-stored bundled weights, read back as float32
+from gpu import model_dir, run_sections  # model_dir: the fp16-stored bundled weights, read back as float32
 
 BATCH_SIZES = (64, 256)
 CURVE_BATCH = 64
@@ -360,20 +359,8 @@ def main() -> None:
         "curves": lambda: curves(path, pairs, args.curve_steps, args.device),
         "stsb": lambda: stsb(path, args.carry, args.stsb_pairs, args.device),
     }
-    for name, section in sections.items():
-        if args.section and name not in args.section:
-            continue
-        if time.perf_counter() - started > args.budget_s:
-            result[f"{name}_failed"] = f"skipped: {args.budget_s:.0f} s spent before it could start"
-            continue
-        try:
-            result[name] = section()
-        except Exception as error:  # one GPU session is short: keep what the other sections measure
-            result[f"{name}_failed"] = f"{type(error).__name__}: {error}"
-            print(f"section {name} failed:\n{traceback.format_exc()}", flush=True)
-        result["seconds"] = time.perf_counter() - started
-        if args.output:
-            args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    chosen = {name: run for name, run in sections.items() if not args.section or name in args.section}
+    run_sections(chosen, result, started, args.budget_s, args.output)
     result["done_means"] = done_means(result)
     if args.output:
         args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

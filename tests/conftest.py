@@ -8,6 +8,7 @@ import string
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from tests.cuda_rules import CudaRules
@@ -216,6 +217,17 @@ def build_prompted(tiny_model_dir: Path, path: Path, include_prompt: bool) -> Pa
 
 
 GPU_DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# Worst cosine distance to float32 of the GPU paths on the tiny random BERT (measured: fp16 ~1e-6,
+# bf16 ~1e-4), by the dtype they compute in.
+GPU_BOUND = {torch.float32: 1e-6, torch.float16: 1e-4, torch.bfloat16: 3e-3}
+_GPU_WORDS = ["a", "man", "plays", "the", "guitar", "while", "dog", "runs", "in", "park", "small", "red"]
+_GPU_WORDS += ["car", "and", "big", "blue", "rain", "sky"]
+
+
+def gpu_sentences(count: int, seed: int = 0, longest: int = 39) -> list[str]:
+    """``count`` random sentences of 1 to ``longest`` words, of varied lengths (the GPU paths' inputs)."""
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(_GPU_WORDS, size=int(rng.integers(1, longest + 1)))) for _ in range(count)]
 
 
 @pytest.fixture()

@@ -12,36 +12,15 @@ import numpy as np
 import pytest
 import torch
 from sentence_transformers import SentenceTransformer
+from tests.conftest import gpu_sentences
 
 from sbert import SentenceEncoder
 from sbert.inference.cuda_graphs import GraphedForward, bucket_padded, bucket_shape
 from sbert.inference.cuda_pipeline import CudaPipeline, PipelineOptions, RunOptions
 
-WORDS = [
-    "a",
-    "man",
-    "plays",
-    "the",
-    "guitar",
-    "while",
-    "dog",
-    "runs",
-    "in",
-    "park",
-    "small",
-    "red",
-    "car",
-    "and",
-    "big",
-    "blue",
-    "rain",
-    "sky",
-]
-
 
 def _sentences(count: int, seed: int = 0) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 40)))) for _ in range(count)]
+    return gpu_sentences(count, seed, longest=39)
 
 
 def _pipeline(model: SentenceEncoder, options: PipelineOptions | None = None) -> CudaPipeline:

@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
-from tests.conftest import GPU_DTYPES
+from tests.conftest import GPU_BOUND, GPU_DTYPES, gpu_sentences
 from tests.cuda_rules import CudaRules
 from tests.inference.test_cuda_precision import simulate_gpu
 
@@ -28,34 +28,11 @@ from sbert.inference.fast_bert import FastBert
 from sbert.inference.plan import PlanRequest, make_plan
 from sbert.inference.unpadded import UnpaddedBert, unpadded_batch
 
-WORDS = [
-    "a",
-    "man",
-    "plays",
-    "the",
-    "guitar",
-    "while",
-    "dog",
-    "runs",
-    "in",
-    "park",
-    "small",
-    "red",
-    "car",
-    "and",
-    "big",
-    "blue",
-    "rain",
-    "sky",
-]
-# Worst cosine distance to float32 on the tiny random BERT (measured: fp16 ~1e-6, bf16 ~1e-4).
-BOUND = {torch.float32: 1e-6, torch.float16: 1e-4, torch.bfloat16: 3e-3}
 DTYPE_IDS = ["float32", "bfloat16", "float16"]
 
 
 def _sentences(count: int, seed: int = 0) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 40)))) for _ in range(count)]
+    return gpu_sentences(count, seed, longest=39)
 
 
 def _worst_distance(got: np.ndarray | torch.Tensor, expected: np.ndarray | torch.Tensor) -> float:
@@ -84,7 +61,7 @@ def test_fast_bert_under_cuda_rules(
         )
     real = features["attention_mask"].bool()
     assert tokens.dtype == torch.float32 and cuda_rules.checked > 0
-    assert _worst_distance(tokens[real], exact[real]) <= BOUND[dtype]
+    assert _worst_distance(tokens[real], exact[real]) <= GPU_BOUND[dtype]
 
 
 @pytest.mark.parametrize("dtype", GPU_DTYPES, ids=DTYPE_IDS)
@@ -96,7 +73,7 @@ def test_unpadded_bert_under_cuda_rules(
     with torch.inference_mode():
         exact = tiny_encoder.transformer(features)[features["attention_mask"].bool()]  # (total, hidden)
         tokens = UnpaddedBert(tiny_encoder.transformer.model, dtype)(unpadded_batch(ids))
-    assert _worst_distance(tokens, exact) <= BOUND[dtype]
+    assert _worst_distance(tokens, exact) <= GPU_BOUND[dtype]
 
 
 PIPELINES = {
@@ -124,7 +101,7 @@ def test_the_pipeline_under_cuda_rules_gives_sentence_transformers_vectors_witho
     assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], (
         cuda_rules.syncs
     )  # the one, at the end
-    assert _worst_distance(got, expected) <= BOUND[dtype]
+    assert _worst_distance(got, expected) <= GPU_BOUND[dtype]
     if dtype == torch.float32:
         np.testing.assert_allclose(got.numpy(), expected, atol=1e-5)
 
@@ -153,7 +130,7 @@ def test_a_model_it_cannot_unpad_runs_padded_under_autocast_and_cuda_rules(
     assert len(cuda_rules.syncs) > len(
         pipeline.batches([len(r) for r in model.token_ids(sentences).ids], RunOptions())
     )
-    assert _worst_distance(got, reference) <= BOUND[dtype] * 10  # autocast rounds activations too
+    assert _worst_distance(got, reference) <= GPU_BOUND[dtype] * 10  # autocast rounds activations too
 
 
 @pytest.mark.parametrize("dtype", GPU_DTYPES, ids=DTYPE_IDS)
@@ -171,7 +148,7 @@ def test_texts_through_the_tokenizing_threads_under_cuda_rules(
         sentences, lambda texts: model.token_ids(texts).ids, RunOptions(), lambda done: None, chunk=40
     )
     assert cuda_rules.syncs == [] and len(cuda_rules.downloads) == 4  # a non-blocking copy per chunk
-    assert _worst_distance(got, reference) <= BOUND[dtype]
+    assert _worst_distance(got, reference) <= GPU_BOUND[dtype]
 
 
 PRECISIONS = {"auto": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
@@ -205,4 +182,4 @@ def test_encode_through_the_runner_the_plan_picks_on_cuda_under_cuda_rules(
         got = model.encode(_sentences(60), show_progress_bar=False)
         assert model.runners.select(plan, model.name) is runner  # kept: the weights did not change
     assert len(cuda_rules.syncs) == 2, cuda_rules.syncs  # one per call: the vectors' copy to the host
-    assert _worst_distance(got, expected) <= BOUND[PRECISIONS[precision]]
+    assert _worst_distance(got, expected) <= GPU_BOUND[PRECISIONS[precision]]

@@ -24,6 +24,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from starlette.testclient import TestClient
+from tests.conftest import GPU_BOUND, gpu_sentences
 from tests.cuda_rules import CudaRules
 from tests.inference.test_cuda_precision import simulate_gpu
 
@@ -41,33 +42,10 @@ from sbert.server.settings import BatchSettings, ServeOptions
 
 # precision asked for → the dtype the pipeline computes in on an H100 ("auto": float16, tensor cores)
 PRECISIONS = {"auto": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-# Worst cosine distance to float32 on the tiny random BERT (tests/inference/test_gpu_paths.py).
-BOUND = {torch.float32: 1e-6, torch.float16: 1e-4, torch.bfloat16: 3e-3}
-WORDS = [
-    "a",
-    "man",
-    "plays",
-    "the",
-    "guitar",
-    "while",
-    "dog",
-    "runs",
-    "in",
-    "park",
-    "small",
-    "red",
-    "car",
-    "and",
-    "big",
-    "blue",
-    "rain",
-    "sky",
-]
 
 
 def _sentences(count: int, seed: int = 0) -> list[str]:
-    rng = np.random.default_rng(seed)
-    return [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 14)))) for _ in range(count)]
+    return gpu_sentences(count, seed, longest=13)
 
 
 @pytest.fixture()
@@ -163,7 +141,7 @@ def test_one_served_query_reaches_the_gpu_pipelines_graph_path_with_one_sync(
     with cuda_rules.paused():
         expected = reference.encode([query])
     got = np.array([body["data"][0]["embedding"]], dtype=np.float32)
-    assert _worst_distance(got, expected) <= BOUND[PRECISIONS[precision]]
+    assert _worst_distance(got, expected) <= GPU_BOUND[PRECISIONS[precision]]
     assert cuda_rules.checked > 0  # the dtype rules ran over the forward pass
 
     # Token ids go through the same runner (Planning.encode_token_ids): one graph pass, one sync.
@@ -174,7 +152,7 @@ def test_one_served_query_reaches_the_gpu_pipelines_graph_path_with_one_sync(
     assert [kind for kind, _ in passes] == ["graph"]
     assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
     got_ids = np.array([body["data"][0]["embedding"]], dtype=np.float32)
-    assert _worst_distance(got_ids, got) <= BOUND[PRECISIONS[precision]]
+    assert _worst_distance(got_ids, got) <= GPU_BOUND[PRECISIONS[precision]]
 
 
 @pytest.mark.usefixtures("cuda_plan")
@@ -204,7 +182,7 @@ def test_concurrent_requests_merge_into_one_unpadded_pass_with_one_sync(
     got = np.concatenate([future.result(0).vectors for future in futures])
     with cuda_rules.paused():
         expected = reference.encode(texts)
-    assert _worst_distance(got, expected) <= BOUND[PRECISIONS[precision]]
+    assert _worst_distance(got, expected) <= GPU_BOUND[PRECISIONS[precision]]
 
 
 @pytest.mark.usefixtures("cuda_plan")
