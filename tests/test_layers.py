@@ -40,14 +40,14 @@ def test_only_the_command_line_imports_the_server() -> None:
 # The floors of docs/development.md, from the ground up: a module imports from its own floor or below.
 FLOORS: tuple[tuple[str, ...], ...] = (
     # ground floor: contracts and helpers ("sbert" itself: its names load lazily)
-    ("sbert", "sbert.contracts", "sbert.options", "sbert.errors", "sbert.files", "sbert.outputs", "sbert.distributed",
-     "sbert.inputs", "sbert.prompts", "sbert.batching", "sbert.similarity", "sbert.scores", "sbert.quantization",
-     "sbert.truncation", "sbert.hub", "sbert.resources"),
+    ("sbert", "sbert.base.contracts", "sbert.base.options", "sbert.base.errors", "sbert.base.files", "sbert.base.outputs", "sbert.base.distributed",
+     "sbert.base.inputs", "sbert.encoder.prompts", "sbert.base.batching", "sbert.embeddings.similarity", "sbert.embeddings.scores", "sbert.quantization",
+     "sbert.embeddings.truncation", "sbert.encoder.hub", "sbert.resources"),
     ("sbert.data",),
-    ("sbert.modules", "sbert.model_checks", "sbert.model_io", "sbert.loading", "sbert.inference", "sbert.encoder", "sbert.router", "sbert.identity", "sbert.static",
-     "sbert.cross_encoder", "sbert.encode_output", "sbert.encode_prompts", "sbert.st_surface"),
+    ("sbert.modules", "sbert.modules.checks", "sbert.encoder.model_io", "sbert.encoder.loading", "sbert.inference", "sbert.encoder.model", "sbert.encoder.router", "sbert.embeddings.identity", "sbert.static",
+     "sbert.cross_encoder", "sbert.encoder.output", "sbert.encoder.prompting", "sbert.encoder.st_surface"),
     ("sbert.losses",),
-    ("sbert.applications.search", "sbert.store", "sbert.index"),
+    ("sbert.embeddings.search", "sbert.store", "sbert.index"),
     ("sbert.evaluation",),
     ("sbert.training",),
     ("sbert.applications", "sbert.util"),

@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 from sbert import SentenceEncoder
 from sbert.cli import encode as cli_encode
 from sbert.cli import main
-from sbert.hub import resolve_model_path
+from sbert.encoder.hub import resolve_model_path
 from sbert.inference import cold_start
 from sbert.modules import Normalize
 

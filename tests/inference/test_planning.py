@@ -12,7 +12,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from sbert import SentenceEncoder
-from sbert.inference.cuda_pipeline import SMALL_INPUT, CudaPipeline, PipelineOptions
+from sbert.inference.cuda.pipeline import SMALL_INPUT, CudaPipeline, PipelineOptions
 
 WORDS = ["a", "man", "plays", "the", "guitar", "while", "dog", "runs", "in", "park", "rain", "sky"]
 

@@ -12,8 +12,8 @@ from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_mod
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
-    from sbert.identity import ModelIdentity
+    from sbert.embeddings.identity import ModelIdentity
+    from sbert.encoder.model import SentenceEncoder
     from sbert.index import VectorIndex
 
 KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.index
@@ -84,15 +84,15 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from sbert.base.outputs import claim_output
     from sbert.index.files import INDEX
-    from sbert.outputs import claim_output
 
     with claim_output(args.output, INDEX):  # before any encoding: a wrong --output costs nothing
         return _build(args)
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
     from sbert.index import VectorIndex, parse_bytes
 
     start = time.perf_counter()
@@ -143,7 +143,7 @@ def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore:
 
     store = EmbeddingStore.open(args.store)
     if args.model is not None or args.pooling is not None:
-        from sbert.identity import check_same_model
+        from sbert.embeddings.identity import check_same_model
 
         check_same_model(store.identity, load_model(args), f"{args.store}")
     return build_index(
@@ -168,8 +168,8 @@ def resolved_identity(model: SentenceEncoder, name: str | None) -> ModelIdentity
     """
     import dataclasses
 
-    from sbert.hub import resolve_model_path
-    from sbert.identity import model_identity
+    from sbert.embeddings.identity import model_identity
+    from sbert.encoder.hub import resolve_model_path
 
     identity = model_identity(model)
     if identity.source is None:

@@ -13,8 +13,9 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from sbert import __version__
-from sbert.batching import length_sorted_batches
+from sbert._version import __version__
+from sbert.base.batching import length_sorted_batches
+from sbert.base.files import replace_dir, staging_dir
 from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
 from sbert.cross_encoder.loading import (
     Activation,
@@ -27,9 +28,8 @@ from sbert.cross_encoder.loading import (
 )
 from sbert.cross_encoder.ranking import RankMethods
 from sbert.cross_encoder.scores import activated, as_pairs, converted
-from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
-from sbert.files import replace_dir, staging_dir
-from sbert.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
 from sbert.inference.cpu import this_cpu
 from sbert.inference.planning import Planning
 from sbert.inference.runner import RunOptions

@@ -24,16 +24,16 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.files import staging_dir
-from sbert.identity import ModelIdentity
+from sbert.base.files import staging_dir
+from sbert.base.outputs import claiming
+from sbert.embeddings.identity import ModelIdentity
+from sbert.embeddings.quantization import QuantizationRanges, dequantize_embeddings
+from sbert.embeddings.truncation import check_dimensions, truncate_embeddings
 from sbert.index import files
 from sbert.index.files import IDS_FILE, RESCORE_FILE
 from sbert.index.kinds import choose_kind
 from sbert.index.rescoring import RescoreWriter
 from sbert.index.vector_index import VectorIndex
-from sbert.outputs import claiming
-from sbert.quantization import QuantizationRanges, dequantize_embeddings
-from sbert.truncation import check_dimensions, truncate_embeddings
 
 TRAIN_SAMPLE = 160_000  # vectors IVF and PQ train on (39 per list at FAISS's 4096), drawn at random
 CALIBRATION_SAMPLE = 20_000  # vectors that fix the int8 rescoring ranges

@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.applications.search import Hit, as_numpy
-from sbert.contracts import Encoder
-from sbert.files import staging_dir
-from sbert.identity import ModelIdentity
+from sbert.base.contracts import Encoder
+from sbert.base.files import staging_dir
+from sbert.base.outputs import claiming
+from sbert.embeddings.identity import ModelIdentity
+from sbert.embeddings.quantization import QuantizationRanges
+from sbert.embeddings.search import Hit, as_numpy
+from sbert.embeddings.similarity import ArrayLike
+from sbert.embeddings.truncation import truncate_embeddings
 from sbert.index import files
 from sbert.index.files import (
     CORPUS_FILE,
@@ -31,10 +35,6 @@ from sbert.index.kinds import (
     make_faiss_index,
 )
 from sbert.index.rescoring import RescoreVectors, rescore
-from sbert.outputs import claiming
-from sbert.quantization import QuantizationRanges
-from sbert.similarity import ArrayLike
-from sbert.truncation import truncate_embeddings
 
 METRICS = ("cosine", "dot")
 
@@ -50,7 +50,7 @@ class VectorIndex:
         metric: ``"cosine"`` (vectors are normalised on the way in, then inner product) or ``"dot"``.
         model_name: The name of the model that made the vectors.
         params: FAISS parameters (see :func:`~sbert.index.kinds.default_params`).
-        identity: The model's identity (:func:`sbert.identity.model_identity`); :meth:`load` with a
+        identity: The model's identity (:func:`sbert.embeddings.identity.model_identity`); :meth:`load` with a
             model refuses any other model or pipeline.
         rescore: Compressed kinds: the precision candidates are re-scored in, ``"int8"`` (default,
             scores within ~1e-2 of float32), ``"float16"``, ``"float32"`` (exact scores) or ``None``
@@ -314,7 +314,7 @@ class VectorIndex:
 
     @claiming("path", files.INDEX)
     def save(self, path: str | Path) -> None:
-        """Write the index directory atomically (temporary directory, then rename); see :mod:`sbert.outputs`."""
+        """Write the index directory atomically (temporary directory, then rename); see :mod:`sbert.base.outputs`."""
         path = Path(path)
         staging = staging_dir(path)
         try:
@@ -365,7 +365,7 @@ class VectorIndex:
         Raises:
             IndexLoadError: a file is missing, corrupt or inconsistent (the message names it), or the model
                 does not match (the message names both sides).
-            sbert.identity.ModelMismatchError: the model's pooling, layers or weights differ.
+            sbert.embeddings.identity.ModelMismatchError: the model's pooling, layers or weights differ.
         """
         path = Path(path)
         manifest = files.read_manifest(path / MANIFEST_FILE)

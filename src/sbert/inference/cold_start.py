@@ -15,7 +15,7 @@ backend, device, batch size, token cap), the CPU's capabilities, the thread coun
 versions. Any change gives another key, so a stale entry is never found: the full path runs and
 records a new one. The probe of the graph against PyTorch is not run again: the entry is written
 only after the full path built an engine from these very files, which probed this graph
-(:class:`~sbert.inference.openvino_engine.OpenVinoEngine` always does), and the graph's bytes are
+(:class:`~sbert.inference.openvino.engine.OpenVinoEngine` always does), and the graph's bytes are
 checked against their SHA-256 before they are read. torch is still imported (1.1 s): the vectors
 are normalized by the very function the full path uses, so they are identical, not merely close.
 
@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.inference import graph_cache
 from sbert.inference.cpu import this_cpu
+from sbert.inference.openvino import graph_cache
 
 if TYPE_CHECKING:
     import torch
 
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 logger = logging.getLogger("sbert")
 
@@ -138,7 +138,7 @@ def record(model: SentenceEncoder, request: ColdRequest) -> None:
 def _entry_of(model: SentenceEncoder, request: ColdRequest) -> dict[str, Any] | None:
     """What :func:`encode` needs to run ``model``'s graph, or ``None`` where it would not run it
     as ``model.encode`` did."""
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
     from sbert.inference.fast_bert import parameter_version
     from sbert.modules import Normalize, Transformer
 
@@ -205,8 +205,8 @@ def _run_entry(
     import torch
     from tokenizers import Tokenizer
 
-    from sbert.batching import length_sorted_batches
-    from sbert.inference.openvino_runtime import compile_config, import_openvino, keep_signal_stack
+    from sbert.base.batching import length_sorted_batches
+    from sbert.inference.openvino.runtime import compile_config, import_openvino, keep_signal_stack
 
     ov = import_openvino()  # before the graph cache imports it: telemetry stays off
     with keep_signal_stack():
@@ -242,7 +242,7 @@ def _run_entry(
 def _token_ids(tokenizer: Any, entry: dict[str, Any], texts: Sequence[str]) -> tuple[list[list[int]], int]:
     """Ids as :class:`~sbert.modules.batch_tokenizer.BatchTokenizer` gives them: the entry's copy
     is that tokenizer's backend, truncation included."""
-    from sbert.inputs import valid_utf8
+    from sbert.base.inputs import valid_utf8
 
     tokenizer.encode_special_tokens = bool(entry["split_special_tokens"])
     texts = [text.lower() for text in texts] if entry["do_lower_case"] else list(texts)

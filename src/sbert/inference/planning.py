@@ -15,7 +15,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from sbert.inference.cpu import CpuCapabilities
-from sbert.inference.cuda_pipeline import CudaPipeline
+from sbert.inference.cuda.pipeline import CudaPipeline
 from sbert.inference.packing import packable
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
 from sbert.inference.precision import (

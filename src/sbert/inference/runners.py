@@ -16,10 +16,10 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor, nn
 
-from sbert.batching import length_sorted_batches
-from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline, PipelineOptions
+from sbert.base.batching import length_sorted_batches
+from sbert.inference.cuda.pipeline import DTYPES, CudaPipeline, PipelineOptions
 from sbert.inference.fast_bert import FastBert, parameter_version, supports, weights_version
-from sbert.inference.openvino_engine import OpenVinoEngine
+from sbert.inference.openvino.engine import OpenVinoEngine
 from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
 from sbert.inference.plan import ANY_PRECISION, EnginePlan, Failure
 from sbert.inference.precision import CALIBRATED, ComputeBackend, warn_once
@@ -203,7 +203,7 @@ class Runners:
         return OpenVinoRunner(engine, self.layers, packed)
 
     def _cuda_pipeline(self, precision: str, transformer: Transformer) -> CudaPipeline:
-        """The GPU pipeline (:mod:`sbert.inference.cuda_pipeline`) for ``precision``, built again
+        """The GPU pipeline (:mod:`sbert.inference.cuda.pipeline`) for ``precision``, built again
         whenever the weights or the device have changed (its weights are converted copies). The
         weights' key is read on the host (:func:`~sbert.inference.fast_bert.weights_version`): a
         value read here would make every call wait for the device."""

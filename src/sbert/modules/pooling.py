@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from sbert.options import POOLING_MODES, choice
+from sbert.base.options import POOLING_MODES, choice
 
 
 def check_pooling_mode(mode: str) -> str:

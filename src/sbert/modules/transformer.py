@@ -23,8 +23,9 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from sbert.errors import ModelLoadError
-from sbert.model_checks import (
+from sbert.base.errors import ModelLoadError
+from sbert.modules.batch_tokenizer import BatchTokenizer
+from sbert.modules.checks import (
     check_loading_info,
     check_max_seq_length,
     check_tokenizer,
@@ -32,7 +33,6 @@ from sbert.model_checks import (
     position_limit,
     tokenizer_failure,
 )
-from sbert.modules.batch_tokenizer import BatchTokenizer
 
 
 @dataclass
@@ -242,7 +242,7 @@ def build_model(config: PretrainedConfig) -> PreTrainedModel:
 
 def load_fast_tokenizer(path: Path) -> PreTrainedTokenizerBase:
     """The fast (Rust) tokenizer saved in ``path``; the error names the file at fault where it can
-    be told (:func:`~sbert.model_checks.tokenizer_failure`), else the folder."""
+    be told (:func:`~sbert.modules.checks.tokenizer_failure`), else the folder."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as error:

@@ -18,7 +18,7 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch import Tensor
 
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.model import SentenceEncoder
 from sbert.modules import Normalize, StaticEmbedding
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pyarrow import fs as pafs
 
-from sbert.outputs import OutputKind, read_json
+from sbert.base.outputs import OutputKind, read_json
 
 FORMAT = "sbert-embedding-store"
 VERSION = 1

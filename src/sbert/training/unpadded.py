@@ -1,6 +1,6 @@
 """BERT's forward pass on a batch's real tokens only, differentiable, on the HF model's own parameters.
 
-The layout is :mod:`sbert.inference.unpadded`'s: every sentence's tokens end to end in one flat row
+The layout is :mod:`sbert.inference.cuda.unpadded`'s: every sentence's tokens end to end in one flat row
 ``(total, hidden)``, so the projections, the feed-forward layers and the LayerNorms (nearly all of a
 step's work, forward and backward) never touch padding. Attention, the one step that needs each
 sentence's tokens together, runs
@@ -30,7 +30,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor
 
-from sbert.inference.unpadded import UnpaddedBatch
+from sbert.inference.cuda.unpadded import UnpaddedBatch
 
 Attention = Callable[..., Tensor]
 
