@@ -18,7 +18,7 @@ from sbert.data.texts import TEXT_FORMATS
 from sbert.encoder.hub import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from sbert.inference.cold_start import ColdRequest
+    from sbert.encoder.cold_start import ColdRequest
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
 
@@ -169,10 +169,10 @@ def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
 
 def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
     """The vectors (n, D) of ``texts``: from the cached graph without building the PyTorch model
-    where an earlier command left what that needs (:mod:`sbert.inference.cold_start`), else by the
+    where an earlier command left what that needs (:mod:`sbert.encoder.cold_start`), else by the
     model, which then leaves it for the next command."""
     from sbert.embeddings.truncation import check_dimensions
-    from sbert.inference import cold_start
+    from sbert.encoder import cold_start
 
     request = _cold_request(args, texts)
     pooled = None if request is None else cold_start.encode(request, texts)
@@ -200,11 +200,11 @@ def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
 
 
 def _cold_request(args: argparse.Namespace, texts: list[str]) -> ColdRequest | None:
-    """What :mod:`~sbert.inference.cold_start` keys its entries on, or ``None`` where the command
+    """What :mod:`~sbert.encoder.cold_start` keys its entries on, or ``None`` where the command
     asks for what only the model does (a pooling or prompt of its own, calibration, a progress bar)."""
     from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.encoder.cold_start import ColdRequest
     from sbert.encoder.hub import resolve_model_path
-    from sbert.inference.cold_start import ColdRequest
 
     bar = args.show_progress_bar or (
         args.show_progress_bar is None and len(texts) >= PROGRESS_BAR_MIN_SENTENCES

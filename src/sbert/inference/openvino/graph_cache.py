@@ -10,7 +10,7 @@ Location: ``$SBERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/sbert``, else ``~/.cache/
 in its ``openvino/`` folder (about 40 MB each for all-MiniLM-L6-v2), the :data:`MAX_GRAPHS` most
 recently used. ``SBERT_CACHE_DIR=off`` turns the cache off. Each graph is stored with the SHA-256 of its
 files and read only if they still match, so a graph altered on disk is rebuilt, never served.
-The folder ``openvino-by-files/`` beside it holds :mod:`sbert.inference.cold_start`'s entries.
+The folder ``openvino-by-files/`` beside it holds :mod:`sbert.encoder.cold_start`'s entries.
 """
 
 from __future__ import annotations

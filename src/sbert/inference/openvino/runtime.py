@@ -102,7 +102,7 @@ def host_logging_kept(quiet: Sequence[str] = ()) -> Iterator[None]:
 
 def compile_config(precision: str, native_bf16: bool, threads: int) -> dict[str, object]:
     """The CPU plugin's settings for a graph run at ``precision``: one place, so a graph compiled
-    from the cache without the engine (:mod:`sbert.inference.cold_start`) computes as the engine's."""
+    from the cache without the engine (:mod:`sbert.encoder.cold_start`) computes as the engine's."""
     # int8 keeps its unquantized steps in fp32: with bf16 there, STSb Spearman fell 82.01 → 81.95.
     low = "bf16" if precision in ("bfloat16", "mixed") and native_bf16 else "f32"
     return {

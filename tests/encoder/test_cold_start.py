@@ -1,5 +1,5 @@
 """A cold `sbert encode` runs the cached graph without the PyTorch model: the same vectors, never a
-stale graph (sbert.inference.cold_start)."""
+stale graph (sbert.encoder.cold_start)."""
 
 import os
 import shutil
@@ -13,8 +13,8 @@ from safetensors.torch import load_file, save_file
 from sbert import SentenceEncoder
 from sbert.cli import encode as cli_encode
 from sbert.cli import main
+from sbert.encoder import cold_start
 from sbert.encoder.hub import resolve_model_path
-from sbert.inference import cold_start
 from sbert.modules import Normalize
 
 TEXTS = ["a man plays guitar", "the dog runs", "rain " * 80]  # the last is truncated
