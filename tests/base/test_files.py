@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # would load torch, seconds per child.
 LOAD_FILES = f"""
 import importlib.util
-spec = importlib.util.spec_from_file_location("files", {str(SRC / "sbert" / "files.py")!r})
+spec = importlib.util.spec_from_file_location("files", {str(SRC / "sbert" / "base" / "files.py")!r})
 files = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(files)
 """
