@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import re
 import secrets
@@ -28,6 +29,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+from sbert.base.errors import ModelLoadError
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -59,6 +63,36 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def read_json(path: Path, *, or_none: bool = False) -> Any:
+    """The JSON in ``path``; what a missing or broken file gives is the caller's explicit choice.
+
+    Args:
+        path: The file.
+        or_none: ``False`` (a file a model needs): a missing file, or one that is not valid JSON,
+            raises :class:`~sbert.base.errors.ModelLoadError` naming it (and where the syntax
+            fails). ``True`` (a marker that may not be one): ``None`` for a file that is missing,
+            unreadable or not JSON.
+
+    Examples:
+        >>> read_json(Path("no-such.json"), or_none=True) is None
+        True
+        >>> read_json(Path("no-such.json"))
+        Traceback (most recent call last):
+        ...
+        sbert.base.errors.ModelLoadError: no-such.json: missing
+    """
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        if or_none:
+            return None
+        if isinstance(error, FileNotFoundError):
+            raise ModelLoadError(f"{path}: missing") from error
+        if isinstance(error, json.JSONDecodeError | UnicodeDecodeError):
+            raise ModelLoadError(f"{path}: not valid JSON: {error}") from error
+        raise
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

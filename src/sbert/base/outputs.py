@@ -22,7 +22,6 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -30,6 +29,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
+
+from sbert.base.files import read_json
 
 try:
     import fcntl
@@ -68,14 +69,6 @@ class OutputKind:
     file: bool = False
 
 
-def read_json(path: Path) -> object:
-    """The JSON in ``path``, or ``None`` when it is missing or not JSON (a marker that is not one)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 MODEL_FILES = frozenset(
     {
         "modules.json",
@@ -100,7 +93,7 @@ MODEL_FILES = frozenset(
 
 
 def _module_folders(folder: Path) -> set[str]:
-    modules = read_json(folder / "modules.json")
+    modules = read_json(folder / "modules.json", or_none=True)
     entries = modules if isinstance(modules, list) else []
     paths = (entry.get("path") for entry in entries if isinstance(entry, dict))
     return {path.replace("\\", "/").split("/")[0] for path in paths if isinstance(path, str) and path}
@@ -108,7 +101,7 @@ def _module_folders(folder: Path) -> set[str]:
 
 MODEL = OutputKind(
     "model",
-    recognise=lambda folder: isinstance(read_json(folder / "modules.json"), list),
+    recognise=lambda folder: isinstance(read_json(folder / "modules.json", or_none=True), list),
     owns=lambda folder, name: name in MODEL_FILES or name in _module_folders(folder),
 )
 FILE = OutputKind("file", file=True)

@@ -16,24 +16,26 @@ from torch import Tensor, nn
 
 from sbert.base.inputs import as_texts, check_count, valid_utf8
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+from sbert.encoder.format import read_model, write_model
 from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.encoder.loading import load
-from sbert.encoder.model_io import save_modules
 from sbert.encoder.output import EncodeOutput, check_devices, token_embeddings
 from sbert.encoder.prompting import PromptMethods
 from sbert.encoder.prompts import Prompts
+from sbert.encoder.router import RouteMethods
 from sbert.encoder.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
 from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest
 from sbert.inference.planning import Planning
 from sbert.inference.runners import Runners, after_pooling
 from sbert.inference.steps import check_finite, prompt_length, run_options
-from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
+from sbert.modules import Pooling, Router, StaticEmbedding, Tokenized, Transformer
 
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
 
 
-class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Module, metaclass=LoadsByName):
+class SentenceEncoder(
+    SentenceTransformerMethods, PromptMethods, RouteMethods, Planning, nn.Module, metaclass=LoadsByName
+):
     """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
     ``modules.json`` lists them.
 
@@ -47,9 +49,10 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
         transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
             encoder, decoder or T5 encoder with its tokenizer), or a
             :class:`~sbert.modules.StaticEmbedding` token table (a static model, which pools by
-            itself and always runs float32 on PyTorch).
+            itself and always runs float32 on PyTorch); or a :class:`~sbert.modules.Router`, a
+            stack per task (:class:`~sbert.encoder.router.RouteMethods`).
         pooling: How token vectors become one sentence vector.
-        layers: Modules applied to the pooled vector, in order.
+        layers: Modules applied to the pooled vector, in order (after a Router: after every route).
         name: What the model was loaded from, for display.
 
     Attributes:
@@ -67,12 +70,15 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
 
     def __init__(
         self,
-        transformer: InputModule,
+        transformer: InputModule | Router,
         pooling: Pooling | None = None,
         layers: Sequence[nn.Module] = (),
         name: str | None = None,
         prompts: Prompts | None = None,
     ) -> None:
+        router, after = (transformer, layers) if isinstance(transformer, Router) else (None, ())
+        if router is not None:  # this model runs its own route's stack, and holds the others
+            transformer, pooling, layers = router.stack(router.own_route, after)
         if not isinstance(transformer, Transformer | StaticEmbedding):
             hint = (
                 f"; to load a model by name or path use SentenceEncoder.from_pretrained({transformer!r})"
@@ -101,6 +107,8 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
         self.runners = Runners(self.input_module, self.pooling, self.layers)  # and what they keep
         self._plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan] = {}
         self._failures: list[Failure] = []  # runners that failed here: plans go around them
+        if router is not None:
+            self._set_routes(router, after)
 
     @property
     def is_static(self) -> bool:
@@ -153,20 +161,9 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
         """
         request = PlanRequest.of(precision, backend)  # parsed here, once
         path = resolve_model_path(name_or_path)
-        parts = load(path, pooling=pooling, max_seq_length=max_seq_length)
+        parts = read_model(path, pooling=pooling, max_seq_length=max_seq_length)
         name = str(name_or_path or DEFAULT_MODEL)
-        if not parts.routes:
-            model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
-        else:
-            from sbert.encoder.router import (
-                RouterEncoder,
-            )  # it subclasses this class: imported here, not above
-
-            routes = {
-                route: cls(p.input_module, p.pooling, p.layers, f"{name} ({route} route)", parts.prompts)
-                for route, p in parts.routes.items()
-            }
-            model = RouterEncoder(routes, parts.default_route, name, parts.prompts)
+        model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
         model.source = str(path)
         model.similarity_fn_name = saved_similarity_fn_name(path)
         model.eval()
@@ -180,12 +177,8 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
 
     def save(self, path: str | Path) -> None:
         """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
-        save_modules(Path(path), self.input_module, self.pooling, list(self.layers), self.prompts)
+        write_model(Path(path), self.saved_modules(), self.prompts)
         self.save_similarity_fn_name(path)
-
-    def stacks(self) -> list[SentenceEncoder]:
-        """The encoders this model runs: itself (a Router model: one per route, its own first)."""
-        return [self]
 
     @property
     def dim(self) -> int:
@@ -319,7 +312,7 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
                 tokens of a pass (default 8192).
-            task: sentence-transformers' task: a Router model (:class:`~sbert.encoder.router.RouterEncoder`)
+            task: sentence-transformers' task: a Router model (:class:`~sbert.encoder.router.RouteMethods`)
                 runs the route of that name; a model without routes runs its one stack for every
                 task, as sentence-transformers does.
 
@@ -337,6 +330,13 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
             >>> model.encode(["A man plays a guitar."], precision="ubinary").shape
             (1, 48)
         """
+        route = self.route(task)
+        if route is not self:  # a Router model: that route's encoder runs (with this model's prompts)
+            return route.encode(sentences, prompt_name, prompt, batch_size, show_progress_bar, output_value,
+                                precision, convert_to_numpy, convert_to_tensor, device, normalize_embeddings,
+                                truncate_dim, pool, chunk_size, normalize=normalize,
+                                compute_precision=compute_precision, max_tokens=max_tokens,
+                                batch_cost_tokens=batch_cost_tokens, pack=pack)  # fmt: skip
         # Every check before an engine is compiled or calibrated: bad input fails at once.
         options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
         output = EncodeOutput(

@@ -25,11 +25,12 @@ import numpy as np
 
 from sbert.base.contracts import Encoder
 from sbert.base.errors import ModelLoadError
+from sbert.base.files import read_json
 from sbert.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
 
 if TYPE_CHECKING:
     from sbert.embeddings.identity import ModelIdentity
-from sbert.base.outputs import OutputKind, read_json
+from sbert.base.outputs import OutputKind
 
 FORMAT_VERSION = 2
 FAISS_FILE, IDS_FILE, CORPUS_FILE, MANIFEST_FILE = "index.faiss", "ids.npy", "corpus.jsonl", "manifest.json"
@@ -90,7 +91,7 @@ def file_record(path: Path) -> dict[str, Any]:
 
 
 def _is_index(folder: Path) -> bool:
-    manifest = read_json(folder / MANIFEST_FILE)
+    manifest = read_json(folder / MANIFEST_FILE, or_none=True)
     return isinstance(manifest, dict) and manifest.get("format") == "sbert-index"
 
 
@@ -163,7 +164,7 @@ def commit(staging: Path, path: Path, faiss_index: Any, fields: dict[str, Any]) 
     import faiss
 
     from sbert._version import __version__
-    from sbert.encoder.model_io import replace_dir
+    from sbert.base.files import replace_dir
 
     faiss_file = staging / FAISS_FILE
     try:

@@ -11,9 +11,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from sbert.base.files import staging_dir
+from sbert.base.files import replace_dir, staging_dir
 from sbert.base.outputs import MODEL, OutputKind, claim_output
-from sbert.encoder.model_io import replace_dir
 
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "training_log.jsonl"
