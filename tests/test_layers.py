@@ -45,7 +45,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "sbert.embeddings.truncation", "sbert.encoder.hub", "sbert.resources"),
     ("sbert.data",),
     ("sbert.modules", "sbert.modules.checks", "sbert.encoder.model_io", "sbert.encoder.loading", "sbert.inference", "sbert.encoder.model", "sbert.encoder.router", "sbert.embeddings.identity", "sbert.static",
-     "sbert.cross_encoder", "sbert.encoder.output", "sbert.encoder.prompting", "sbert.encoder.st_surface"),
+     "sbert.cross_encoder", "sbert.encoder.output", "sbert.encoder.st_surface"),
     ("sbert.losses",),
     ("sbert.embeddings.search", "sbert.store", "sbert.index"),
     ("sbert.evaluation",),

@@ -20,8 +20,7 @@ from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.encoder.loading import load
 from sbert.encoder.model_io import save_modules
 from sbert.encoder.output import EncodeOutput, check_devices, token_embeddings
-from sbert.encoder.prompting import PromptMethods
-from sbert.encoder.prompts import Prompts
+from sbert.encoder.prompts import PromptMethods, Prompts
 from sbert.encoder.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
 from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest
@@ -41,7 +40,7 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, Planning, nn.Mo
     "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
     :meth:`from_pretrained` does, and it has sentence-transformers' methods
     (:class:`~sbert.encoder.st_surface.SentenceTransformerMethods`; ``encode_query`` and ``encode_document``:
-    :class:`~sbert.encoder.prompting.PromptMethods`).
+    :class:`~sbert.encoder.prompts.PromptMethods`).
 
     Args:
         transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
