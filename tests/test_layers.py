@@ -41,7 +41,7 @@ def test_only_the_command_line_imports_the_server() -> None:
 FLOORS: tuple[tuple[str, ...], ...] = (
     # ground floor: contracts and helpers ("sbert" itself: its names load lazily)
     ("sbert", "sbert.base.contracts", "sbert.base.options", "sbert.base.errors", "sbert.base.files", "sbert.base.outputs", "sbert.base.distributed",
-     "sbert.base.inputs", "sbert.encoder.prompts", "sbert.base.batching", "sbert.embeddings.similarity", "sbert.quantization",
+     "sbert.base.inputs", "sbert.base.weights", "sbert.encoder.prompts", "sbert.base.batching", "sbert.embeddings.similarity", "sbert.quantization",
      "sbert.embeddings.truncation", "sbert.encoder.hub", "sbert.resources"),
     ("sbert.data",),
     ("sbert.modules", "sbert.modules.checks", "sbert.encoder.model_io", "sbert.encoder.loading", "sbert.inference", "sbert.encoder.model", "sbert.encoder.router", "sbert.embeddings.identity", "sbert.static",

@@ -17,8 +17,9 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import length_sorted_batches
+from sbert.base.weights import parameter_version, weights_version
 from sbert.inference.cuda.pipeline import DTYPES, CudaPipeline, PipelineOptions
-from sbert.inference.fast_bert import FastBert, parameter_version, supports, weights_version
+from sbert.inference.fast_bert import FastBert, supports
 from sbert.inference.openvino.engine import OpenVinoEngine
 from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
 from sbert.inference.plan import ANY_PRECISION, EnginePlan, Failure
@@ -205,7 +206,7 @@ class Runners:
     def _cuda_pipeline(self, precision: str, transformer: Transformer) -> CudaPipeline:
         """The GPU pipeline (:mod:`sbert.inference.cuda.pipeline`) for ``precision``, built again
         whenever the weights or the device have changed (its weights are converted copies). The
-        weights' key is read on the host (:func:`~sbert.inference.fast_bert.weights_version`): a
+        weights' key is read on the host (:func:`~sbert.base.weights.weights_version`): a
         value read here would make every call wait for the device."""
         device = next(transformer.parameters()).device
         key = (precision, str(device), weights_version(transformer.model), self.pipeline_options)
