@@ -27,12 +27,12 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from sbert.base.errors import ModelLoadError
+from sbert.base.inputs import check_max_seq_length
 from sbert.encoder.model_io import _module_entries, load_dense, load_prompts, read_json
 from sbert.encoder.prompts import Prompts
 from sbert.modules import Dense, Normalize, Pooling, StaticEmbedding, Transformer
 from sbert.modules.checks import (
     check_finite_table,
-    check_max_seq_length,
     check_pooling_config,
     check_sentence_bert_config,
 )

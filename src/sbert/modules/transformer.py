@@ -24,10 +24,10 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from sbert.base.errors import ModelLoadError
+from sbert.base.inputs import check_max_seq_length
 from sbert.modules.batch_tokenizer import BatchTokenizer
 from sbert.modules.checks import (
     check_loading_info,
-    check_max_seq_length,
     check_tokenizer,
     config_failure,
     position_limit,
