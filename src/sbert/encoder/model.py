@@ -66,6 +66,8 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, nn.Module, meta
         (2, 384)
     """
 
+    input_module: InputModule
+
     def __init__(
         self,
         transformer: InputModule,

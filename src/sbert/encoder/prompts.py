@@ -13,15 +13,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from torch import Tensor
 
 from sbert.base.inputs import valid_utf8
-
-if TYPE_CHECKING:
-    from sbert.modules import StaticEmbedding, Transformer
 
 logger = logging.getLogger("sbert")
 
@@ -94,6 +91,13 @@ class Prompts:
         return {"prompts": dict(self.named), "default_prompt_name": self.default_name}
 
 
+class PromptedInput(Protocol):
+    """What :meth:`PromptMethods.with_prompt` asks of an input module (a Transformer or a static
+    table): a protocol, so that the prompts stay below the modules."""
+
+    def prompt_length(self, prompt: str) -> int: ...
+
+
 class PromptMethods:
     """The prompt side of an encoder (a mixin): :meth:`with_prompt`, :meth:`encode_query`,
     :meth:`encode_document` and the prompts they take.
@@ -109,7 +113,7 @@ class PromptMethods:
     """
 
     prompts: Prompts
-    input_module: Transformer | StaticEmbedding
+    input_module: PromptedInput
     if TYPE_CHECKING:  # what the encoder that mixes this in provides
 
         def encode(self, sentences: str | Iterable[str], *args: Any, **kwargs: Any) -> Any: ...

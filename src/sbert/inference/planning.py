@@ -67,9 +67,8 @@ class Planning:
         self.name = name
         self.input_module, self.pooling, self.layers = input_module, pooling, layers
         self.runners = Runners(input_module, pooling, layers)  # and what they keep
-        self.cpu_capabilities: CpuCapabilities = (
-            this_cpu()
-        )  # the plan is made for these; tests simulate others
+        # The plans are made for this CPU's capabilities; tests simulate others.
+        self.cpu_capabilities: CpuCapabilities = this_cpu()
         # A table lookup and a mean gain nothing from lower precision or another engine.
         self.requested_precision = "float32" if self.is_static else "auto"
         self.requested_backend = "torch" if self.is_static else "auto"
