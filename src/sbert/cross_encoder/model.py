@@ -183,25 +183,16 @@ class CrossEncoder(RankMethods, nn.Module):
             return
         super().__setattr__(name, value)
 
-    # The planning's attributes under the model's names (Planned: read and set on self.planning).
+    # What logits() runs on the CPU, as SentenceEncoder names it (Planned: self.planning's).
     name = Planned[str]()
-    """What the model was loaded from, for display and messages."""
     requested_precision = Planned[ComputePrecision]()
-    """The compute precision asked for (settable); :attr:`precision` is what runs."""
     requested_backend = Planned[ComputeBackend]()
-    """The backend asked for (settable); :attr:`backend` is what runs."""
     cpu_capabilities = Planned[CpuCapabilities]()
-    """The CPU the plans are made for (settable: tests simulate others)."""
     calibration_sentences = Planned[Sequence[str] | None]()
-    """mixed and int8: the sentences that fix the activation ranges (``None``: the bundled set)."""
     plan = Planned[EnginePlan]()
-    """What :meth:`logits` runs on the CPU (:attr:`Planning.plan <sbert.inference.planning.Planning.plan>`)."""
     precision = Planned[str]()
-    """The compute precision the CPU engines run at."""
     backend = Planned[str]()
-    """The engine that runs on the CPU: ``"torch"`` or ``"openvino"``."""
     packs = Planned[bool]()
-    """Whether ``pack=True`` packs rows here."""
 
     @property
     def input_module(self) -> Any:

@@ -123,8 +123,7 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, nn.Module, meta
     """Whether ``encode(pack=True)`` packs rows here."""
 
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another compute precision or backend; returns the plan that now runs
-        (:meth:`Planning.set_precision <sbert.inference.planning.Planning.set_precision>`)."""
+        """Ask for another compute precision or backend; returns the plan that now runs."""
         return self.planning.set_precision(precision, backend)
 
     def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
@@ -132,8 +131,7 @@ class SentenceEncoder(SentenceTransformerMethods, PromptMethods, nn.Module, meta
         return self.planning.plan_for(precision, backend)
 
     def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions | None = None) -> Tensor:
-        """Vectors of inputs already tokenized, by the runner ``encode()`` runs text on
-        (:meth:`Planning.encode_token_ids <sbert.inference.planning.Planning.encode_token_ids>`)."""
+        """Vectors (n, dim) of inputs already tokenized, by the runner ``encode()`` runs text on."""
         return self.planning.encode_token_ids(ids, options)
 
     @property
