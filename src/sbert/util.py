@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from sbert.embeddings.quantization import quantize_embeddings
-from sbert.embeddings.scores import (
+from sbert.embeddings.similarity import (
     cos_sim,
     dot_score,
     euclidean_sim,

@@ -98,7 +98,7 @@ def test_training_mode_is_restored(tiny_encoder: SentenceEncoder) -> None:
 def native_bf16(monkeypatch: pytest.MonkeyPatch) -> CpuCapabilities:
     """Models made from now on plan for a CPU with native bf16 and VNNI, so the bf16 path runs on
     any machine (emulated where the CPU has no bf16)."""
-    monkeypatch.setattr("sbert.encoder.model.this_cpu", lambda: BF16_AND_VNNI)
+    monkeypatch.setattr("sbert.inference.planning.this_cpu", lambda: BF16_AND_VNNI)
     return BF16_AND_VNNI
 
 

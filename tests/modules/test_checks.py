@@ -23,7 +23,8 @@ from tokenizers import Tokenizer, models
 from transformers import BertConfig, BertModel
 
 from sbert import ModelLoadError, SentenceEncoder
-from sbert.modules.checks import check_finite_table, check_loading_info, check_max_seq_length, position_limit
+from sbert.base.inputs import check_max_seq_length
+from sbert.modules.checks import check_finite_table, check_loading_info, position_limit
 from sbert.static import StaticEncoder
 
 SRC = Path(__file__).resolve().parents[2] / "src"

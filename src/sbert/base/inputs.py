@@ -5,6 +5,8 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 
+from sbert.base.errors import MaxSeqLengthError
+
 
 def as_texts(sentences: object) -> list[str]:
     """``sentences`` (one string, or an ordered collection of strings) as a list of strings.
@@ -43,6 +45,44 @@ def check_count(name: str, value: object) -> None:
         raise TypeError(f"{name} must be a whole number, got {value!r}")
     if value < 1:
         raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+def check_max_seq_length(
+    value: object, limit: int | None, where: str, *, least: int = 1, required: bool = False
+) -> None:
+    """Refuse a ``max_seq_length`` that is not a whole number from ``least`` to ``limit``: the one
+    check of the value wherever it enters (an argument, a setter, a saved config), so 0 is refused
+    with the same error everywhere.
+
+    Args:
+        value: The setting (``None``: not set, the model's own limit applies, unless ``required``).
+        limit: The longest input the model's position table holds (``None``: no such limit).
+        where: What the message names: the file, the model or the argument the value came from.
+        least: The shortest that makes sense (a cross-encoder's pair needs 3: ``[CLS]`` and two ``[SEP]``).
+        required: ``None`` is refused too (a setter: there is no "not set" to go back to).
+
+    Raises:
+        MaxSeqLengthError: ``value`` is not a whole number, is below ``least``, or is over ``limit``
+            (a :class:`~sbert.base.errors.ModelLoadError` and a ``ValueError``).
+
+    Examples:
+        >>> check_max_seq_length(128, 512, "sentence_bert_config.json")
+        >>> check_max_seq_length(-5, 512, "sentence_bert_config.json")
+        Traceback (most recent call last):
+        ...
+        sbert.base.errors.MaxSeqLengthError: sentence_bert_config.json: max_seq_length -5 is not a whole number of at least 1
+    """
+    if value is None and not required:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < least:
+        raise MaxSeqLengthError(
+            f"{where}: max_seq_length {value!r} is not a whole number of at least {least}"
+        )
+    if limit is not None and int(value) > limit:
+        raise MaxSeqLengthError(
+            f"{where}: max_seq_length {value} is more than the {limit} positions the model has "
+            "(config.json max_position_embeddings); longer inputs would fail at encode"
+        )
 
 
 def check_texts(texts: Sequence[object]) -> None:

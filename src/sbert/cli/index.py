@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from sbert.embeddings.identity import ModelIdentity
     from sbert.encoder.model import SentenceEncoder
     from sbert.index import VectorIndex
+    from sbert.index.options import IndexOptions
 
 KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.index
 
@@ -94,12 +95,17 @@ def run_build(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
     from sbert.index import VectorIndex, parse_bytes
+    from sbert.index.options import IndexOptions
 
     start = time.perf_counter()
-    max_memory = parse_bytes(args.max_memory) if args.max_memory else None
-    rescore = None if args.rescore == "none" else args.rescore
+    options = IndexOptions(
+        kind=args.kind,
+        rescore=None if args.rescore == "none" else args.rescore,
+        max_memory=parse_bytes(args.max_memory) if args.max_memory else None,
+        dimensions=args.dimensions,
+    )
     if args.store:
-        index = _build_from_store(args, max_memory, rescore)
+        index = _build_from_store(args, options)
         what = f"{len(index)} vectors of store {args.store}"
     else:
         texts = read_texts(args.corpus, args.format, args.column)
@@ -116,12 +122,9 @@ def _build(args: argparse.Namespace) -> int:
         index = VectorIndex.build(
             vectors,
             texts=texts,
-            kind=args.kind,
+            options=options,
             identity=resolved_identity(model, args.model),
             show_progress_bar=len(texts) >= 100_000,
-            rescore=rescore,
-            max_memory=max_memory,
-            dimensions=args.dimensions,
         )
         index.document_prompt = model.document_prompt(args.prompt_name, args.prompt)
         index.save(args.output)
@@ -137,7 +140,7 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore: str | None) -> VectorIndex:
+def _build_from_store(args: argparse.Namespace, options: IndexOptions) -> VectorIndex:
     from sbert.index.building import StoreSource, build_index
     from sbert.store import EmbeddingStore
 
@@ -149,14 +152,10 @@ def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore:
     return build_index(
         StoreSource(store),
         args.output,
-        kind=args.kind,
-        metric="cosine",
+        options=options,
         identity=store.identity,
-        rescore=rescore,
-        max_memory=max_memory,
         store_path=args.store,
         show_progress_bar=True,
-        dimensions=args.dimensions,
     )
 
 

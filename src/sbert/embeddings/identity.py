@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import torch
-
 from sbert.base.errors import ModelLoadError
+from sbert.base.weights import hash_weights, parameter_version
 
 # The pipeline fields a mismatch message names, in the order a user would check them.
 PIPELINE_FIELDS = ("pooling", "layers", "dim", "max_seq_length", "prompts", "include_prompt")
@@ -69,8 +67,6 @@ class ModelIdentity:
 
 def model_identity(model: Any) -> ModelIdentity:
     """The identity of a :class:`~sbert.SentenceEncoder` (cached until its weights change)."""
-    from sbert.inference.fast_bert import parameter_version
-
     version = parameter_version(model)
     cached = getattr(model, "_identity_cache", None)
     if cached is not None and cached[0] == version:
@@ -117,14 +113,6 @@ def check_same_model(stored: ModelIdentity, model: Any, where: str) -> None:
         f"the model given, {given.name!r} ({given.source or 'in memory'}): {what} (stored vs given). "
         "Use the model that made the vectors, or rebuild them with this one."
     )
-
-
-def hash_weights(digest: Any, module: Any, rename: Callable[[str], str] = lambda name: name) -> None:
-    """Feed every weight of ``module`` (name, dtype, shape and bytes) into a hashlib ``digest``."""
-    for name, tensor in module.state_dict().items():
-        flat = tensor.detach().cpu().contiguous().reshape(-1)
-        digest.update(f"{rename(name)}:{flat.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(flat.view(torch.uint8).numpy().tobytes())
 
 
 def _fingerprint(model: Any, pipeline: dict[str, Any]) -> str:

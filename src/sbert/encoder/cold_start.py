@@ -138,8 +138,8 @@ def record(model: SentenceEncoder, request: ColdRequest) -> None:
 def _entry_of(model: SentenceEncoder, request: ColdRequest) -> dict[str, Any] | None:
     """What :func:`encode` needs to run ``model``'s graph, or ``None`` where it would not run it
     as ``model.encode`` did."""
+    from sbert.base.weights import parameter_version
     from sbert.encoder.model import SentenceEncoder
-    from sbert.inference.fast_bert import parameter_version
     from sbert.modules import Normalize, Transformer
 
     transformer = model.input_module

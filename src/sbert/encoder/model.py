@@ -14,18 +14,19 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.base.inputs import as_texts, check_count, valid_utf8
+from sbert.base.inputs import as_texts, check_max_seq_length, valid_utf8
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.encoder.format import read_model, write_model
 from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.encoder.output import EncodeOutput, check_devices, token_embeddings
-from sbert.encoder.prompting import PromptMethods
-from sbert.encoder.prompts import Prompts
+from sbert.encoder.prompts import PromptMethods, Prompts
 from sbert.encoder.router import RouteMethods
 from sbert.encoder.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
-from sbert.inference.cpu import CpuCapabilities, this_cpu
-from sbert.inference.plan import EnginePlan, Failure, PlanRequest
-from sbert.inference.planning import Planning
+from sbert.inference.cpu import CpuCapabilities
+from sbert.inference.plan import EnginePlan, PlanRequest
+from sbert.inference.planning import Planned, Planning
+from sbert.inference.precision import ComputeBackend, ComputePrecision
+from sbert.inference.runner import RunOptions
 from sbert.inference.runners import Runners, after_pooling
 from sbert.inference.steps import check_finite, prompt_length, run_options
 from sbert.modules import Pooling, Router, StaticEmbedding, Tokenized, Transformer
@@ -34,7 +35,7 @@ InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (
 
 
 class SentenceEncoder(
-    SentenceTransformerMethods, PromptMethods, RouteMethods, Planning, nn.Module, metaclass=LoadsByName
+    SentenceTransformerMethods, PromptMethods, RouteMethods, nn.Module, metaclass=LoadsByName
 ):
     """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
     ``modules.json`` lists them.
@@ -43,7 +44,7 @@ class SentenceEncoder(
     "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
     :meth:`from_pretrained` does, and it has sentence-transformers' methods
     (:class:`~sbert.encoder.st_surface.SentenceTransformerMethods`; ``encode_query`` and ``encode_document``:
-    :class:`~sbert.encoder.prompting.PromptMethods`).
+    :class:`~sbert.encoder.prompts.PromptMethods`).
 
     Args:
         transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
@@ -67,6 +68,8 @@ class SentenceEncoder(
         >>> vectors.shape
         (2, 384)
     """
+
+    input_module: InputModule
 
     def __init__(
         self,
@@ -93,27 +96,55 @@ class SentenceEncoder(
         self.input_module = transformer
         self.pooling = pooling or Pooling(transformer.dim)
         self.layers = nn.ModuleList(layers)
-        self.name = name or "unnamed"
+        # What encode() runs (precision, backend, plan, runners) is this object's; the encoder calls it.
+        self.planning = Planning(self.input_module, self.pooling, self.layers, name or "unnamed")
         self.prompts = prompts or Prompts()  # sentence-transformers' prompts and default prompt
         self.source: str | None = None
         self.truncate_dim: int | None = None  # encode()'s default truncate_dim (sentence-transformers')
-        self.cpu_capabilities: CpuCapabilities = (
-            this_cpu()
-        )  # the plan is made for these; tests simulate others
-        # A table lookup and a mean gain nothing from lower precision or another engine.
-        self.requested_precision = "float32" if self.is_static else "auto"
-        self.requested_backend = "torch" if self.is_static else "auto"
-        self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
-        self.runners = Runners(self.input_module, self.pooling, self.layers)  # and what they keep
-        self._plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan] = {}
-        self._failures: list[Failure] = []  # runners that failed here: plans go around them
         if router is not None:
             self._set_routes(router, after)
 
-    @property
-    def is_static(self) -> bool:
-        """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
-        return isinstance(self.input_module, StaticEmbedding)
+    # The planning's attributes under the encoder's names (Planned: read and set on self.planning).
+    name = Planned[str]()
+    """What the model was loaded from, for display and messages."""
+    is_static = Planned[bool]()
+    """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
+    device = Planned[torch.device]()
+    """Where the weights are, so where ``encode()`` runs (:attr:`plan` carries it)."""
+    requested_precision = Planned[ComputePrecision]()
+    """The precision asked for (``auto``, ``float32``, ...; settable); :attr:`precision` is what runs."""
+    requested_backend = Planned[ComputeBackend]()
+    """The backend asked for (``auto``, ``torch``, ``openvino``; settable); :attr:`backend` is what runs."""
+    cpu_capabilities = Planned[CpuCapabilities]()
+    """The CPU the plans are made for (settable: tests simulate others)."""
+    calibration_sentences = Planned[Sequence[str] | None]()
+    """mixed and int8: the sentences that fix the activation ranges (``None``: the bundled set)."""
+    runners = Planned[Runners]()
+    """The runners of the modules and what they keep (bf16 weights, compiled graphs)."""
+    plan = Planned[EnginePlan]()
+    """What ``encode()`` runs (:attr:`Planning.plan <sbert.inference.planning.Planning.plan>`)."""
+    precision = Planned[str]()
+    """The compute precision ``encode()`` runs at (:attr:`Planning.precision <sbert.inference.planning.Planning.precision>`)."""
+    backend = Planned[str]()
+    """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
+    packs = Planned[bool]()
+    """Whether ``encode(pack=True)`` packs rows here."""
+
+    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
+        """Ask for another compute precision or backend; returns the plan that now runs (a Router
+        model: every route that runs a transformer follows; a static token table stays float32)."""
+        for encoder in self.stacks()[1:]:
+            if not encoder.is_static:
+                encoder.set_precision(precision, backend)
+        return self.planning.set_precision(precision, backend)
+
+    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
+        """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the requested one)."""
+        return self.planning.plan_for(precision, backend)
+
+    def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions | None = None) -> Tensor:
+        """Vectors (n, dim) of inputs already tokenized, by the runner ``encode()`` runs text on."""
+        return self.planning.encode_token_ids(ids, options)
 
     @property
     def transformer(self) -> Transformer:
@@ -158,11 +189,14 @@ class SentenceEncoder(
 
         Raises:
             ValueError: an unknown ``precision`` or ``backend`` (the message lists the choices).
+            MaxSeqLengthError: a ``max_seq_length`` that is not a whole number of at least 1, or is
+                more than the model's positions (also a ``ModelLoadError`` and a ``ValueError``).
         """
         request = PlanRequest.of(precision, backend)  # parsed here, once
+        name = str(name_or_path or DEFAULT_MODEL)
+        check_max_seq_length(max_seq_length, None, name)  # before a download; the folder's limit: load()
         path = resolve_model_path(name_or_path)
         parts = read_model(path, pooling=pooling, max_seq_length=max_seq_length)
-        name = str(name_or_path or DEFAULT_MODEL)
         model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
         model.source = str(path)
         model.similarity_fn_name = saved_similarity_fn_name(path)
@@ -190,12 +224,13 @@ class SentenceEncoder(
 
     @property
     def max_seq_length(self) -> int:
-        """Inputs are cut to this many tokens (special tokens included); settable."""
+        """Inputs are cut to this many tokens (special tokens included); settable (a whole number of at
+        least 1, else :class:`~sbert.base.errors.MaxSeqLengthError`)."""
         return self.input_module.max_seq_length
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
-        check_count("max_seq_length", value)
+        check_max_seq_length(value, None, self.name, required=True)
         self.input_module.max_seq_length = int(value)
 
     @property
@@ -204,18 +239,9 @@ class SentenceEncoder(
         a Rust ``tokenizers.Tokenizer`` for a static model."""
         return self.input_module.tokenizer
 
-    @property
-    def device(self) -> torch.device:
-        return next(self.parameters()).device
-
     def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
-        try:
-            return self.input_module.tokenize(sentences)
-        except TypeError:
-            # The Rust tokenizer rejects strings that are not valid UTF-8 (lone surrogates):
-            # replace those characters rather than fail on text a user cannot easily see.
-            return self.input_module.tokenize([valid_utf8(s) for s in sentences])
+        return self.planning.token_ids(sentences)
 
     def token_counts(
         self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
@@ -349,7 +375,7 @@ class SentenceEncoder(
         )
         if (target := check_devices(device, pool)) is not None:
             self.to(target)
-        plan = self._encode_plan(compute_precision)
+        plan = self.planning.encode_plan(compute_precision)
         single = isinstance(sentences, str)
         texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         if output.tokens:
@@ -364,7 +390,7 @@ class SentenceEncoder(
             if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
                 show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
             options = replace(options, prompt_length=length)
-            plan, embeddings = self._run(plan, texts, options, show_progress_bar)
+            plan, embeddings = self.planning.run(plan, texts, options, show_progress_bar)
         check_finite(embeddings, plan)
         return output.finish(embeddings, single)
 

@@ -21,7 +21,6 @@ from sbert.modules.router import Router, sequence
 
 if TYPE_CHECKING:  # the encoder is not imported, even here: it imports this module
     from sbert.encoder.prompts import Prompts
-    from sbert.inference.plan import EnginePlan
     from sbert.modules import Pooling, StaticEmbedding, Transformer
 
 
@@ -103,15 +102,6 @@ class RouteMethods:
     def stacks(self) -> list[Self]:
         """The encoders this model runs: itself (a Router model: one per route, its own first)."""
         return [self, *(self.route(name) for name in self.route_names if name != self._own_route)]
-
-    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """:meth:`SentenceEncoder.set_precision <sbert.SentenceEncoder.set_precision>` for every
-        route that runs a transformer (a static token table stays float32 on PyTorch); returns the
-        own route's plan."""
-        for encoder in self.stacks()[1:]:
-            if not encoder.is_static:
-                encoder.set_precision(precision, backend)
-        return super().set_precision(precision, backend)  # type: ignore[misc,no-any-return]
 
     def saved_modules(self) -> list[nn.Module]:
         """The modules ``modules.json`` lists: the stack's, or one Router holding every route's

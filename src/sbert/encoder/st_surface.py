@@ -60,15 +60,15 @@ class SentenceTransformerMethods:
 
     def similarity(self, embeddings1: ArrayLike, embeddings2: ArrayLike) -> Tensor:
         """Scores of every vector of ``embeddings1`` with every one of ``embeddings2``: a (n1, n2) tensor."""
-        from sbert.embeddings.scores import MATRIX
+        from sbert.embeddings.similarity import score
 
-        return MATRIX[self.similarity_fn_name](embeddings1, embeddings2)
+        return score(self.similarity_fn_name, embeddings1, embeddings2)
 
     def similarity_pairwise(self, embeddings1: ArrayLike, embeddings2: ArrayLike) -> Tensor:
         """Score of ``embeddings1[i]`` with ``embeddings2[i]`` for each ``i``: a (n,) tensor."""
-        from sbert.embeddings.scores import PAIRWISE
+        from sbert.embeddings.similarity import score
 
-        return PAIRWISE[self.similarity_fn_name](embeddings1, embeddings2)
+        return score(self.similarity_fn_name, embeddings1, embeddings2, pairwise=True)
 
     def get_embedding_dimension(self) -> int:
         """The size of ``encode()``'s vectors: :attr:`dim`, or :attr:`truncate_dim` if smaller."""

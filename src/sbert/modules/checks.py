@@ -39,6 +39,7 @@ from tokenizers import Tokenizer
 from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 from sbert.base.errors import ModelLoadError
+from sbert.base.inputs import check_max_seq_length
 
 logger = logging.getLogger("sbert")
 
@@ -140,35 +141,6 @@ def check_loading_info(weights: Path, info: Mapping[str, Collection[Any]]) -> No
             weights,
             len(unexpected),
             _some(_by_layer(unexpected)),
-        )
-
-
-def check_max_seq_length(value: object, limit: int | None, where: str) -> None:
-    """Refuse a ``max_seq_length`` that is not a whole number from 1 to ``limit``.
-
-    Args:
-        value: The setting (``None``: not set, the model's own limit applies).
-        limit: The longest input the model's position table holds (``None``: no such limit).
-        where: What the message names: the file or the argument the value came from.
-
-    Raises:
-        ModelLoadError: ``value`` is not a whole number, is below 1, or is over ``limit``.
-
-    Examples:
-        >>> check_max_seq_length(128, 512, "sentence_bert_config.json")
-        >>> check_max_seq_length(-5, 512, "sentence_bert_config.json")
-        Traceback (most recent call last):
-        ...
-        sbert.base.errors.ModelLoadError: sentence_bert_config.json: max_seq_length -5 is not a whole number of at least 1
-    """
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ModelLoadError(f"{where}: max_seq_length {value!r} is not a whole number of at least 1")
-    if limit is not None and value > limit:
-        raise ModelLoadError(
-            f"{where}: max_seq_length {value} is more than the {limit} positions the model has "
-            "(config.json max_position_embeddings); longer inputs would fail at encode"
         )
 
 

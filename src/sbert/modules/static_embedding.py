@@ -21,7 +21,8 @@ from tokenizers import Tokenizer, normalizers
 from torch import Tensor, nn
 
 from sbert.base.errors import ModelLoadError
-from sbert.modules.checks import check_finite_table, check_max_seq_length
+from sbert.base.inputs import check_max_seq_length
+from sbert.modules.checks import check_finite_table
 from sbert.modules.module import Module
 from sbert.modules.transformer import Tokenized
 

@@ -25,10 +25,10 @@ from transformers.utils import logging as hf_logging
 
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
+from sbert.base.inputs import check_max_seq_length
 from sbert.modules.batch_tokenizer import BatchTokenizer
 from sbert.modules.checks import (
     check_loading_info,
-    check_max_seq_length,
     check_sentence_bert_config,
     check_tokenizer,
     config_failure,

@@ -31,8 +31,8 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import BATCH_COST_TOKENS, length_sorted_batches
+from sbert.base.weights import parameter_version
 from sbert.inference.cpu import this_cpu
-from sbert.inference.fast_bert import parameter_version
 from sbert.inference.openvino import graph_cache
 from sbert.inference.openvino.runtime import compile_config, host_logging_kept, import_openvino
 from sbert.inference.openvino.runtime import keep_signal_stack as _keep_signal_stack

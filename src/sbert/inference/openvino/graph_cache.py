@@ -56,7 +56,7 @@ def cache_dir() -> Path | None:
 
 def fingerprint(module: nn.Module, recipe: dict[str, Any]) -> str:
     """A hex digest of ``module`` (structure and every weight), ``recipe`` and the library versions."""
-    from sbert.embeddings.identity import hash_weights
+    from sbert.base.weights import hash_weights
 
     digest = hashlib.sha256()
     described = {"recipe": recipe, "module": repr(module), "versions": _versions()}
