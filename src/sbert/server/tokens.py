@@ -1,4 +1,5 @@
-"""Each request's texts tokenized once, as the request arrives, on host threads beside the batcher's worker.
+"""Each request's texts tokenized once, as the request arrives, on host threads beside the batcher's
+worker; and the token budget (:class:`TokenBudget`) the batcher cuts batches by on the GPU pipeline.
 
 The worker used to tokenize every merged batch twice on its own thread: once for the token counts
 (the budget, ``usage``, ``truncate: false``), once more inside ``encode()``. On a GPU that host work
@@ -19,11 +20,48 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from sbert.inputs import valid_utf8
 
 Ids = list[Sequence[int]]  # one row of token ids a text, special tokens (and the prompt) included
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """TEI's ``max_batch_tokens``: the most tokens one batch may hold, and how they count."""
+
+    tokens: int
+    padded: bool = False  # sentences × longest (a padded model), else the sum of real tokens
+
+    def cost(self, counts: Sequence[int]) -> int:
+        """What a batch of inputs of these token counts costs against :attr:`tokens`."""
+        if not counts:
+            return 0
+        return max(counts) * len(counts) if self.padded else sum(counts)
+
+    def groups(self, counts: Sequence[Sequence[int]]) -> list[range]:
+        """Consecutive runs of requests (by index), each within the budget, in arrival order; a
+        request over the budget alone is a run of its own (TEI: the entry that would pass the
+        budget starts the next batch).
+
+        Examples:
+            >>> TokenBudget(10).groups([[4], [3, 2], [5], [20], [1]])
+            [range(0, 2), range(2, 3), range(3, 4), range(4, 5)]
+            >>> TokenBudget(10, padded=True).groups([[4], [3, 2], [1]])
+            [range(0, 1), range(1, 3)]
+        """
+        runs: list[range] = []
+        start, held = 0, list[int]()
+        for index, each in enumerate(counts):
+            if held and self.cost([*held, *each]) > self.tokens:
+                runs.append(range(start, index))
+                start, held = index, []
+            held += each
+        if counts:
+            runs.append(range(start, len(counts)))
+        return runs
 
 
 class ArrivalTokens:
