@@ -139,7 +139,13 @@ class Transformer(nn.Module):
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text before truncation, special tokens included."""
-        return [len(row) for row in self._whole_ids(self._cased(texts))]
+        return [len(row) for row in self.whole_token_ids(texts)]
+
+    def whole_token_ids(self, texts: Sequence[str]) -> Sequence[Sequence[int]]:
+        """Token ids of each text without truncation, special tokens included (:meth:`token_counts`'
+        ids; ``sbert serve`` tokenizes each request once with it). Safe from several threads at once
+        where :meth:`tokenize` is."""
+        return self._whole_ids(self._cased(texts))
 
     def prompt_length(self, prompt: str) -> int:
         """The tokens a prompt puts before a sentence: its own tokens with the leading special token,
