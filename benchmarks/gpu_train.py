@@ -18,8 +18,9 @@ Sections, each isolated (one that fails prints its traceback; the others still r
   different kernels). With dropout on, a first step is a single draw: on the CPU, ten draws of
   sentence-transformers' first batch gave losses 0.307-0.425 (mean 0.368, s.d. 10.5%; 0.319 with
   dropout off), so two trainers' first steps differ by ~15% at one s.d. by chance alone (the
-  H200's 8.4% on 2026-11-27 was such a draw); with dropout off the CPU's gap is 2e-7 in fp32 and
-  0.2% in bf16.
+  H200's 8.4% on 2026-11-27 was such a draw). With dropout off the CPU's trainers are 1e-7 apart
+  in fp32 and 3e-5 in bf16 (sbert's padded CPU plan); sbert's unpadded forward (the GPU's) against
+  sentence-transformers' loss in bf16 on the CPU: 0.3%.
 - **stsb**: a fixed fine-tuning recipe (CosineMSELoss on the first 1,024 STSb train pairs, batch 16,
   1 epoch, lr 2e-5, seed 42; bf16 on the GPU) then STSb test Spearman ×100, against the CPU's result
   of the same recipe in fp32 (``CPU_STSB``, measured with ``--device cpu --section stsb``).
