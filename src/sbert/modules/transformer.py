@@ -32,7 +32,7 @@ from sbert.model_checks import (
     position_limit,
     tokenizer_failure,
 )
-from sbert.modules.batch_tokenizer import BatchTokenizer
+from sbert.modules.batch_tokenizer import BatchTokenizer, ThreadTokenizers
 
 
 @dataclass
@@ -72,7 +72,7 @@ class Transformer(nn.Module):
         self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
         self.do_lower_case = do_lower_case
         self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
-        self._batch_tokenizers: dict[bool, BatchTokenizer] = {}  # by whether it truncates
+        self._batch_tokenizers = ThreadTokenizers()  # a private copy per calling thread
 
     @classmethod
     def load(
@@ -173,16 +173,13 @@ class Transformer(nn.Module):
         return self.tokenizer(list(texts), verbose=False, **options)["input_ids"]
 
     def _batch_tokenizer(self, max_length: int | None) -> BatchTokenizer | None:
-        """The private tokenizer that cuts to ``max_length`` (``None``: never), built again when a
-        setting it copied changes (users set ``max_seq_length``), or ``None`` where the tokenizer's
-        class needs transformers' call."""
+        """This thread's private tokenizer that cuts to ``max_length`` (``None``: never), built again
+        when a setting it copied changes (users set ``max_seq_length``), or ``None`` where the
+        tokenizer's class needs transformers' call. One copy per thread: threads sharing one contend
+        on its locks (:class:`ThreadTokenizers`)."""
         if not BatchTokenizer.supports(self.tokenizer):
             return None
-        built = self._batch_tokenizers.get(max_length is None)
-        if built is None or not built.configured_as(self.tokenizer, max_length):
-            built = BatchTokenizer(self.tokenizer, max_length)
-            self._batch_tokenizers[max_length is None] = built  # threads may race to build: harmless
-        return built
+        return self._batch_tokenizers.get(self.tokenizer, max_length)
 
     def collate(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """Pad a batch only to its longest member: ``input_ids`` and ``attention_mask``, (batch, seq)."""
