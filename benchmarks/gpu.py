@@ -16,9 +16,10 @@ Sections, each isolated (one that fails is reported without losing the others) a
    pipeline ran (graphs captured, dtype).
 4. ``tokenizing``: the ways to tokenize on the host (``tokenizing_options.py``: the Rust tokenizer's
    own parallelism, one call per chunk with ``TOKENIZERS_PARALLELISM`` on and off; the pipeline's
-   pieces on threads; one tokenizer copy per thread fed by a bounded queue, as TEI; processes).
+   pieces on threads, on one shared tokenizer copy and (the pipeline's way) a copy per thread; one
+   tokenizer copy per thread fed by a bounded queue, as TEI; processes).
 5. ``limits``: the forward pass alone on padded batches already on the GPU, sbert's pipeline on
-   token ids and on texts at several token budgets.
+   token ids and on texts at several token budgets, and on texts with ``TOKENIZERS_PARALLELISM=false``.
 
 Then issue 43's done-means, each printed as met or NOT met.
 
@@ -43,6 +44,7 @@ CUDA tests, whose integration ones need the bundled model, which is not there)::
         timeout 200 python3 -m pytest tests/gpu -q -m 'not integration' 2>&1 | tee $OUT/tests.log",
         carry=[".gpu-carry"], timeout_s=580)
 
+``--sections tokenizing,limits`` runs only those (issue 43's tokenizing figures, about a minute).
 ``--device cpu --pairs 30 --repeats 1`` runs the same code on a CPU in a few minutes (a smoke
 test of this script, not a figure).
 """
@@ -223,6 +225,9 @@ def limits(path: Path, sentences: list[str], repeats: int, device: str) -> dict[
         lambda: list(threaded.tokenized_chunks(sentences, tokenize)), count, repeats
     )
     out[f"sbert_pipeline_on_texts_{precision}_default"] = _rate(on_texts(threaded), count, repeats)
+    with tokenizing_options.parallelism(False):  # the Rust tokenizer's own threads off, as TEI's
+        name = f"sbert_pipeline_on_texts_{precision}_tokenizers_parallelism_off"
+        out[name] = _rate(on_texts(threaded), count, repeats)
     run = lambda: threaded.run(ids, RunOptions(), lambda done: None)  # noqa: E731
     out[f"sbert_pipeline_on_ids_{precision}"] = _rate(run, count, repeats)
     for budget in BUDGETS:
@@ -307,6 +312,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="cpu: a smoke test of this script")
     parser.add_argument("--pairs", type=int, default=None, help="only the first STSb test pairs")
     parser.add_argument("--budget-s", type=float, default=330, help="skip sections that would start later")
+    parser.add_argument("--sections", help="only these sections, comma-separated (e.g. tokenizing,limits)")
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare)
@@ -338,6 +344,11 @@ def main() -> None:
         "tokenizing": lambda: tokenizing(path, sentences, args.repeats),
         "limits": lambda: limits(path, sentences, args.repeats, args.device),
     }
+    if args.sections:
+        chosen = args.sections.split(",")
+        if unknown := set(chosen) - set(sections):
+            raise SystemExit(f"unknown sections {sorted(unknown)}; there are {list(sections)}")
+        sections = {name: sections[name] for name in chosen}
     loaded: dict[str, Any] = {}
 
     def rows() -> dict[str, Any]:  # loaded once, by the first section that needs them

@@ -30,6 +30,10 @@ Then with the device tool (the wheels installed into /tmp/site first)::
         python3 benchmarks/gpu_serve.py --carry .gpu-carry --output $OUT/gpu_serve.json 2>&1 | tee -a $OUT/serve.log",
         carry=[".gpu-carry"], timeout_s=300)
 
+``--phases 1x1,32x64`` runs only the two phases the done-means read (about 40 s on an H200, start-up
+included). Each row also gives the load generator's own CPU over the server side's wall time
+(``client CPU (cores)``): near 1.0 the client, one Python process, may be what caps the rate.
+
 ``--device cpu --sentences 256 --repeats 1`` runs the same code on a CPU (a smoke test of this
 script, not a figure).
 """
@@ -169,7 +173,7 @@ def run_phase(
     requests = [texts[i : i + size] for i in range(0, len(texts), size)]
     served, direct = Phase(), Phase()
     before = batch_totals(port)
-    ratios = []
+    ratios, client_cpu = [], 0.0
     for repeat in range(args.repeats):
         rates: dict[str, float] = {}
         for side in alternating_order(["direct", "server"], repeat):
@@ -180,7 +184,9 @@ def run_phase(
                 direct.seconds += time.perf_counter() - start
                 rates[side] = len(texts) / (time.perf_counter() - start)
             else:  # stops at --phase-seconds: the rate is what was answered by then
+                own = time.process_time()
                 uvloop.run(closed_loop(port, requests, clients, served, args.phase_seconds))
+                client_cpu += time.process_time() - own
                 rates[side] = (served.sentences - answered) / (time.perf_counter() - start)
         ratios.append(rates["server"] / rates["direct"])
     after = batch_totals(port)
@@ -202,6 +208,9 @@ def run_phase(
         "merged_batch_mean_requests_sentences": [merged_requests / batches, merged_sentences / batches]
         if batches
         else None,
+        # The load generator's own CPU over the server sides' wall time: near 1.0, one core is
+        # spent and the client, not the server, may be what caps the rate.
+        "client_cpu_share_of_a_core": client_cpu / served.seconds if served.seconds else None,
     }
 
 
@@ -253,8 +262,17 @@ def _row(row: dict[str, Any]) -> str:
     return (
         f"| {row['sentences_a_request']} | {row['clients']} | {row['server_sentences_per_s']:,.0f} "
         f"| {row['direct_sentences_per_s']:,.0f} | {row['ratio_to_direct']:.2f}× | {latency} "
-        f"| {row['statuses']} | {merged[0]:.1f} requests, {merged[1]:.1f} sentences |"
+        f"| {row['statuses']} | {merged[0]:.1f} requests, {merged[1]:.1f} sentences "
+        f"| {row.get('client_cpu_share_of_a_core') or float('nan'):.2f} |"
     )
+
+
+def _phases(text: str) -> list[tuple[int, int]]:
+    """``1x1,32x64`` → [(1, 1), (32, 64)]: sentences a request and clients of each phase, in order."""
+    pairs = [tuple(int(n) for n in part.split("x")) for part in text.split(",") if part.strip()]
+    if not pairs or any(len(pair) != 2 or min(pair) < 1 for pair in pairs):
+        raise SystemExit(f"--phases {text!r}: give SIZExCLIENTS,... e.g. 1x1,32x64")
+    return [(pair[0], pair[1]) for pair in pairs]
 
 
 def _verdict(met: bool, what: str) -> str:
@@ -272,6 +290,11 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=4096, help="sentences of a 32-a-request phase / 4")
     parser.add_argument("--phase-seconds", type=float, default=6.0, help="most seconds of one server side")
     parser.add_argument("--budget-s", type=float, default=170, help="skip phases that would start later")
+    parser.add_argument(
+        "--phases",
+        default=",".join(f"{size}x{clients}" for size, clients in PHASES),
+        help="SIZExCLIENTS,...: which phases (1x1,32x64: the two done-means, about 40 s on an H200)",
+    )
     parser.add_argument("--output", type=Path, default=Path("gpu_serve.json"))
     args = parser.parse_args()
     if args.prepare:
@@ -315,11 +338,12 @@ def main() -> None:
         f"server: {health.get('serving')}\ndirect: {model.plan.precision} on {model.plan.device}", flush=True
     )
     print(
-        "| sentences a request | clients | server sentences/s | direct encode() | ratio | p50 ms | p95 ms | p99 ms | statuses | merged batch (mean) |"
+        "| sentences a request | clients | server sentences/s | direct encode() | ratio | p50 ms | p95 ms "
+        "| p99 ms | statuses | merged batch (mean) | client CPU (cores) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     try:
-        for size, clients in PHASES:
+        for size, clients in _phases(args.phases):
             if time.perf_counter() - started > args.budget_s:
                 result["phases"][f"{size}x{clients}"] = {"skipped": f"{args.budget_s:.0f} s spent before it"}
                 continue

@@ -7,8 +7,10 @@ slower than one Python call (135,669), where the forward pass alone runs 188,429
 - ``rust_parallel``: one call per chunk of 4,096 on one Python thread; the Rust tokenizer spreads
   it over its own thread pool (rayon, every core) with ``TOKENIZERS_PARALLELISM=true``.
 - ``one_call_serial``: the same call with ``TOKENIZERS_PARALLELISM=false``: one core.
-- ``pieces_threads``: the pipeline's way today: each chunk cut into one piece per Python thread,
-  all on one shared copy, ``TOKENIZERS_PARALLELISM=false``.
+- ``pieces_threads``: the pipeline's way until 2026-11-27: each chunk cut into one piece per Python
+  thread, all on one shared copy, ``TOKENIZERS_PARALLELISM=false``.
+- ``pieces_copies_threads``: the pipeline's way since: the same pieces, each thread encoding with its
+  own copy (``sbert.modules.batch_tokenizer.ThreadTokenizers``), ``TOKENIZERS_PARALLELISM=false``.
 - ``tei_threads``: text-embeddings-inference's way: N Python threads, each with its own copy of the
   tokenizer, fed pieces of 256 texts through a bounded queue, ``TOKENIZERS_PARALLELISM=false``.
 - ``processes``: N processes (spawned once), each with its own tokenizer, sending back flat int32
@@ -80,12 +82,33 @@ def options(
                     out.extend(e.ids for e in encoded)
         return out
 
+    local = threading.local()
+
+    def own_copy() -> Any:
+        import copy
+
+        if not hasattr(local, "encode"):
+            mine = copy.deepcopy(backend)
+            local.encode = getattr(mine, "encode_batch_fast", mine.encode_batch)
+        return local.encode
+
+    def pieces_copies() -> Ids:
+        size = -(-CHUNK // threads)
+        out: Ids = []
+        with parallelism(False):
+            for chunk in chunks():
+                parts = [chunk[s : s + size] for s in range(0, len(chunk), size)]
+                for encoded in pool.map(lambda part: own_copy()(part, add_special_tokens=True), parts):
+                    out.extend(e.ids for e in encoded)
+        return out
+
     tei = TeiTokenizers(backend, threads)
     processes = ProcessTokenizers(backend.to_str(), threads)
     ways = {
         "rust_parallel": one_call(True),
         "one_call_serial": one_call(False),
         f"pieces_{threads}_threads": pieces,
+        f"pieces_copies_{threads}_threads": pieces_copies,
         f"tei_{threads}_threads": lambda: tei(texts),
         f"processes_{threads}": lambda: processes(texts),
     }

@@ -4,6 +4,9 @@ and safe from several threads while transformers' call reconfigures the shared t
 
 from __future__ import annotations
 
+import copy
+import pickle
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -131,6 +134,43 @@ def test_cut_and_whole_token_ids_from_several_threads_at_once_stay_right(tiny_mo
         if set(lengths) != ({8} if kind == "cut" else {whole})
     ]
     assert whole > 8 and not wrong
+
+
+def test_each_thread_encodes_with_its_own_copy_and_the_ids_of_one_serial_call(tiny_model_dir: Path) -> None:
+    """Threads sharing one copy contend on its locks: each thread gets its own, built once, and
+    together they give exactly the ids of one call on the calling thread."""
+    module = Transformer.load(tiny_model_dir, max_seq_length=12)
+    texts = [f"{text} {i}" for i in range(50) for text in TEXTS]
+    expected = module.tokenize(texts).ids
+    pieces = [texts[start : start + 37] for start in range(0, len(texts), 37)]
+    results: dict[int, list[list[int]]] = {}
+    copies: dict[int, set[int]] = {}
+    barrier = threading.Barrier(4)  # every worker alive at once: four threads, four copies
+
+    def work(worker: int) -> None:
+        barrier.wait(timeout=10)
+        for index in range(worker, len(pieces), 4):
+            copies.setdefault(worker, set()).add(id(module._batch_tokenizer(module.max_seq_length)))
+            results[index] = list(module.tokenize(pieces[index]).ids)
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    got = [row for index in range(len(pieces)) for row in results[index]]
+    assert got == expected
+    assert len(copies) == 4 and all(len(ids) == 1 for ids in copies.values())  # one copy a thread
+    assert len(set().union(*copies.values())) == 4  # never shared
+    assert id(module._batch_tokenizer(module.max_seq_length)) not in set().union(*copies.values())
+
+
+def test_a_copied_or_pickled_transformer_builds_its_own_tokenizer_copies(tiny_model_dir: Path) -> None:
+    module = Transformer.load(tiny_model_dir, max_seq_length=8)
+    ids = module.tokenize(TEXTS).ids
+    for other in (copy.deepcopy(module), pickle.loads(pickle.dumps(module))):
+        assert other._batch_tokenizer(8) is not module._batch_tokenizer(8)
+        assert other.tokenize(TEXTS).ids == ids
 
 
 class PythonStepTokenizer(PreTrainedTokenizerFast):

@@ -125,17 +125,19 @@ def test_truncation_counted_or_refused_per_job(tiny_encoder: SentenceEncoder) ->
 def test_a_job_whose_texts_cannot_be_counted_fails_alone(
     tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counted = tiny_encoder.token_counts
+    module = tiny_encoder.input_module
+    whole = module.whole_token_ids
 
-    def failing(texts: list[str], prompt: str | None = None) -> list[int]:
+    def failing(texts: list[str]) -> object:
         if "poison" in texts:
             raise RuntimeError("the tokenizer failed")
-        return counted(texts, prompt=prompt)
+        return whole(texts)
 
-    monkeypatch.setattr(tiny_encoder, "token_counts", failing)
+    # Each request is tokenized on its own as it arrives (sbert.server.tokens).
+    monkeypatch.setattr(module, "whole_token_ids", failing)
     batcher = Batcher(tiny_encoder)
     futures = [batcher.embed(["fine"]), batcher.embed(["poison"]), batcher.embed(["also fine"])]
-    batcher.start()  # the three merge: counted together first, then one by one
+    batcher.start()  # the three merge; only the poisoned one fails
     try:
         np.testing.assert_allclose(
             futures[0].result(timeout=30).vectors, tiny_encoder.encode(["fine"]), atol=1e-6

@@ -162,6 +162,34 @@ def test_unpadded_gradients_equal_the_padded_models_in_fp32(trainable_encoder: S
     assert worst < 1e-5, name  # measured: 3e-7
 
 
+def test_no_accumulating_scatter_over_duplicate_indices(trainable_encoder: SentenceEncoder) -> None:
+    """Padded blocks were gathered as ``flat[token_index]``, whose padding entries all read token 0:
+    the backward's ``index_put_(accumulate=True)`` then summed thousands of duplicates of one index,
+    which CUDA does one at a time (pytorch/pytorch#41162); it grew every step's device time with the batch."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    duplicates: list[int] = []
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            kwargs = kwargs or {}
+            if "index_put" in str(func) and (args[3] if len(args) > 3 else kwargs.get("accumulate")):
+                index = torch.cat([i.flatten() for i in args[1] if i is not None])
+                duplicates.append(index.numel() - index.unique().numel())
+            return func(*args, **kwargs)
+
+    trainable_encoder.train()
+    loss = MultipleNegativesRankingLoss(trainable_encoder)
+    embedder = TrainingEmbedder(
+        trainable_encoder, loss.token_ids, embedder_plan(trainable_encoder, False, True)
+    )
+    with Watch():
+        vectors = embedder(TEXTS, normalize=True)  # lengths 5 to 13 tokens: padding in the block
+        vectors.sum().backward()
+    trainable_encoder.zero_grad()
+    assert duplicates == [0] * len(duplicates)  # the flat_index gathers' backward: unique indices
+
+
 # Under autocast both paths round the same values the same way (a linear layer's rows are independent,
 # so padding does not change a real token's rounding); what differs is the order of float32 sums
 # inside the kernels of other shapes. Measured on the tiny BERT, worst over all parameters: bf16

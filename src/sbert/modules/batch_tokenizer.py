@@ -16,6 +16,7 @@ thread, 43.8k on two (AMD EPYC, 2 cores, STSb test ×8, all-MiniLM-L6-v2's token
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,6 +86,35 @@ class BatchTokenizer:
         encodings = self._encode(list(texts), add_special_tokens=True)
         truncated = sum(1 for encoding in encodings if encoding.overflowing)
         return [encoding.ids for encoding in encodings], truncated
+
+
+class ThreadTokenizers:
+    """A :class:`BatchTokenizer` for each thread that asks: a copy per thread, never shared.
+
+    One copy shared by many threads gives the same ids but scales badly: each encode takes the
+    copy's shared locks (the Rust bindings keep the model, normalizer and pre-tokenizer behind
+    reference-counted read-write locks), so 15 threads on one copy ran 153k sentences/s where 15
+    copies ran 244k (NVIDIA H200's host, 16 cores, STSb test ×8, 2026-11-27,
+    ``benchmarks/tokenizing_options.py``). A thread keeps its copies while it lives (the GPU
+    pipeline's threads live as long as the pipeline); copying or pickling starts empty.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, tokenizer: PreTrainedTokenizerBase, max_length: int | None) -> BatchTokenizer:
+        """This thread's copy that encodes as ``tokenizer`` does with ``max_length``, built on first
+        need and again when a setting it copied changes."""
+        built: dict[bool, BatchTokenizer] | None = getattr(self._local, "built", None)
+        if built is None:
+            built = self._local.built = {}
+        found = built.get(max_length is None)
+        if found is None or not found.configured_as(tokenizer, max_length):
+            found = built[max_length is None] = BatchTokenizer(tokenizer, max_length)
+        return found
+
+    def __reduce__(self) -> tuple[type[ThreadTokenizers], tuple[()]]:
+        return ThreadTokenizers, ()  # thread-local copies do not travel (deepcopy, pickle)
 
 
 def _settings(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool, int]:

@@ -26,7 +26,7 @@ from transformers.utils import logging as hf_logging
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
 from sbert.base.inputs import check_max_seq_length
-from sbert.modules.batch_tokenizer import BatchTokenizer
+from sbert.modules.batch_tokenizer import BatchTokenizer, ThreadTokenizers
 from sbert.modules.checks import (
     check_loading_info,
     check_sentence_bert_config,
@@ -79,7 +79,7 @@ class Transformer(Module):
         self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
         self.do_lower_case = do_lower_case
         self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
-        self._batch_tokenizers: dict[bool, BatchTokenizer] = {}  # by whether it truncates
+        self._batch_tokenizers = ThreadTokenizers()  # a private copy per calling thread
 
     @classmethod
     def load(
@@ -169,7 +169,13 @@ class Transformer(Module):
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text before truncation, special tokens included."""
-        return [len(row) for row in self._whole_ids(self._cased(texts))]
+        return [len(row) for row in self.whole_token_ids(texts)]
+
+    def whole_token_ids(self, texts: Sequence[str]) -> Sequence[Sequence[int]]:
+        """Token ids of each text without truncation, special tokens included (:meth:`token_counts`'
+        ids; ``sbert serve`` tokenizes each request once with it). Safe from several threads at once
+        where :meth:`tokenize` is."""
+        return self._whole_ids(self._cased(texts))
 
     def prompt_length(self, prompt: str) -> int:
         """The tokens a prompt puts before a sentence: its own tokens with the leading special token,
@@ -197,16 +203,13 @@ class Transformer(Module):
         return self.tokenizer(list(texts), verbose=False, **options)["input_ids"]
 
     def _batch_tokenizer(self, max_length: int | None) -> BatchTokenizer | None:
-        """The private tokenizer that cuts to ``max_length`` (``None``: never), built again when a
-        setting it copied changes (users set ``max_seq_length``), or ``None`` where the tokenizer's
-        class needs transformers' call."""
+        """This thread's private tokenizer that cuts to ``max_length`` (``None``: never), built again
+        when a setting it copied changes (users set ``max_seq_length``), or ``None`` where the
+        tokenizer's class needs transformers' call. One copy per thread: threads sharing one contend
+        on its locks (:class:`ThreadTokenizers`)."""
         if not BatchTokenizer.supports(self.tokenizer):
             return None
-        built = self._batch_tokenizers.get(max_length is None)
-        if built is None or not built.configured_as(self.tokenizer, max_length):
-            built = BatchTokenizer(self.tokenizer, max_length)
-            self._batch_tokenizers[max_length is None] = built  # threads may race to build: harmless
-        return built
+        return self._batch_tokenizers.get(self.tokenizer, max_length)
 
     def collate(self, batch_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
         """Pad a batch only to its longest member: ``input_ids`` and ``attention_mask``, (batch, seq)."""

@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from sbert.base.batching import BATCH_COST_TOKENS
+from sbert.inference.runner import RunOptions
 from sbert.server.serving_plan import CPU_BATCH_TOKENS
 from sbert.server.settings import BatchSettings
+from sbert.server.tokens import ArrivalTokens, Ids, TokenBudget
 
 if TYPE_CHECKING:
     from sbert.encoder.model import SentenceEncoder
@@ -104,48 +106,13 @@ class BatchStats:
     seconds: float
 
 
-@dataclass(frozen=True)
-class TokenBudget:
-    """TEI's ``max_batch_tokens``: the most tokens one batch may hold, and how they count."""
-
-    tokens: int
-    padded: bool = False  # sentences × longest (a padded model), else the sum of real tokens
-
-    def cost(self, counts: Sequence[int]) -> int:
-        """What a batch of inputs of these token counts costs against :attr:`tokens`."""
-        if not counts:
-            return 0
-        return max(counts) * len(counts) if self.padded else sum(counts)
-
-    def groups(self, counts: Sequence[Sequence[int]]) -> list[range]:
-        """Consecutive runs of requests (by index), each within the budget, in arrival order; a
-        request over the budget alone is a run of its own (TEI: the entry that would pass the
-        budget starts the next batch).
-
-        Examples:
-            >>> TokenBudget(10).groups([[4], [3, 2], [5], [20], [1]])
-            [range(0, 2), range(2, 3), range(3, 4), range(4, 5)]
-            >>> TokenBudget(10, padded=True).groups([[4], [3, 2], [1]])
-            [range(0, 1), range(1, 3)]
-        """
-        runs: list[range] = []
-        start, held = 0, list[int]()
-        for index, each in enumerate(counts):
-            if held and self.cost([*held, *each]) > self.tokens:
-                runs.append(range(start, index))
-                start, held = index, []
-            held += each
-        if counts:
-            runs.append(range(start, len(counts)))
-        return runs
-
-
 @dataclass
 class _EmbedJob:
     texts: list[str]
     truncate: bool
     future: Future[Embedded]
     prompt: str  # put before each text ("": none); only jobs with the same prompt share a batch
+    ids: Future[Ids] | None = None  # the texts' token ids, untruncated, tokenized on arrival (tokens.py)
 
     @property
     def items(self) -> int:
@@ -219,6 +186,8 @@ class Batcher:
         self._thread = threading.Thread(target=self._work, name="sbert-batcher", daemon=True)
         self._rate = 0.0  # sentences per second, a moving average, for Retry-After
         self._last_requests = 0  # requests merged into the last batch
+        # Each request tokenized once, on arrival, off the worker's thread (sbert.server.tokens).
+        self.tokens = ArrivalTokens(model) if ArrivalTokens.supports(model) else None
 
     @property
     def queued_items(self) -> int:
@@ -254,7 +223,18 @@ class Batcher:
             ServerClosed: :meth:`close` was called.
         """
         future: Future[Embedded] = Future()
-        self._put(_EmbedJob(list(texts), truncate, future, prompt))
+        job = _EmbedJob(list(texts), truncate, future, prompt)
+        if self.tokens is not None:  # set before the worker can see the job
+            try:
+                job.ids = self.tokens.submit(job.texts, prompt)
+            except RuntimeError:  # its threads are shut down: close() was called
+                raise ServerClosed("the server is shutting down") from None
+        try:
+            self._put(job)
+        except (Overloaded, ServerClosed):
+            if job.ids is not None:
+                job.ids.cancel()
+            raise
         return future
 
     def call(self, fn: Callable[[], T], items: int = 1) -> Future[T]:
@@ -271,6 +251,8 @@ class Batcher:
             self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if self.tokens is not None:
+            self.tokens.close()
 
     def retry_after(self) -> int:
         """Whole seconds until the queue has likely drained (at least 1)."""
@@ -363,15 +345,18 @@ class Batcher:
         size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
         start = time.perf_counter()
         try:
-            vectors = self.model.encode(
-                texts,
-                batch_size=size,
-                max_tokens=self.settings.max_batch_tokens,
-                batch_cost_tokens=self.batch_cost_tokens,
-                pack=self.settings.pack,
-                show_progress_bar=False,
-                prompt=live[0][0].prompt,
-            )
+            if self.tokens is not None:
+                vectors = self._encode_ids(live, size)
+            else:
+                vectors = self.model.encode(
+                    texts,
+                    batch_size=size,
+                    max_tokens=self.settings.max_batch_tokens,
+                    batch_cost_tokens=self.batch_cost_tokens,
+                    pack=self.settings.pack,
+                    show_progress_bar=False,
+                    prompt=live[0][0].prompt,
+                )
             assert isinstance(vectors, np.ndarray)  # convert_to_tensor is off
         except BaseException as error:
             logger.exception("encoding a batch of %d sentences failed", len(texts))
@@ -389,11 +374,47 @@ class Batcher:
             tokens = sum(min(count, limit) for _, counts in live for count in counts)
             self.on_batch(BatchStats(len(live), len(texts), tokens, seconds))
 
+    def _encode_ids(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> np.ndarray:
+        """``encode(texts)``'s vectors (n, dim) from the ids tokenized on arrival: inputs over the
+        model's limit tokenized again with truncation (as ``encode()`` cuts them), the rest as they are."""
+        assert self.tokens is not None
+        limit, prompt = int(self.model.max_seq_length), live[0][0].prompt
+        ids: Ids = []
+        for job, counts in live:
+            assert job.ids is not None
+            rows = job.ids.result()
+            over = [i for i, count in enumerate(counts) if count > limit]
+            if over:
+                rows = list(rows)
+                for i, row in zip(over, self.tokens.truncated([job.texts[i] for i in over], prompt)):
+                    rows[i] = row
+            ids += rows
+        options = RunOptions(
+            size,
+            self.settings.max_batch_tokens,
+            self.batch_cost_tokens,
+            self.settings.pack,
+            prompt_length=self.tokens.prompt_length(prompt),
+        )
+        vectors = self.model.encode_token_ids(ids, options).numpy()  # (n, dim) float32
+        truncate_dim = getattr(self.model, "truncate_dim", None)  # as encode() cuts them
+        return vectors if truncate_dim is None else vectors[:, :truncate_dim]
+
     def _counted(self, jobs: list[_EmbedJob]) -> list[tuple[_EmbedJob, list[int]]]:
         """Each job with the token counts of its texts, prompt included (the jobs share one), from
         one tokenizer call for all of them (a
         call per job cost 2.4 ms for 64 one-sentence requests, against 0.9 ms). Should that call
-        fail, each job is counted alone, and only a job whose own texts fail gets the error."""
+        fail, each job is counted alone, and only a job whose own texts fail gets the error. Where the
+        texts were tokenized on arrival (:attr:`tokens`), the counts are those ids' lengths."""
+        if self.tokens is not None:
+            counted = []
+            for job in jobs:
+                assert job.ids is not None
+                try:
+                    counted.append((job, [len(row) for row in job.ids.result()]))
+                except BaseException as error:
+                    job.future.set_exception(error)
+            return counted
         try:
             counts = self.model.token_counts(
                 [text for job in jobs for text in job.texts], prompt=jobs[0].prompt

@@ -29,11 +29,11 @@ import torch
 from torch import Tensor
 
 from sbert.encoder.model import SentenceEncoder
-from sbert.inference.cuda.unpadded import UnpaddedBatch, padded_tokens, unpadded_batch
+from sbert.inference.cuda.unpadded import UnpaddedBatch, unpadded_batch
 from sbert.inference.fast_bert import supports
 from sbert.modules.transformer import Transformer
 from sbert.training.autocast import TrainingPrecision
-from sbert.training.unpadded import unpadded_token_vectors, varlen_attention
+from sbert.training.unpadded import to_blocks, unpadded_token_vectors, varlen_attention
 
 HostBatch = UnpaddedBatch | dict[str, Tensor]
 
@@ -151,7 +151,7 @@ class TrainingEmbedder:
     def _unpadded(self, batch: UnpaddedBatch, normalize: bool) -> Tensor:
         module: Any = self.model.input_module
         tokens = unpadded_token_vectors(module.model, batch, self.varlen)  # (total, hidden)
-        block = padded_tokens(tokens, batch)  # (batch, longest, hidden) for the pooling layer
+        block = to_blocks(tokens, batch)  # (batch, longest, hidden) for the pooling layer
         mask = batch.token_mask.long()  # (batch, longest)
         pooled = self.model.pooling(block, mask, 0)  # (batch, pooled dim)
         return self.model.after_pooling(pooled, normalize).float()  # (batch, dim)

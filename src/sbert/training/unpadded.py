@@ -13,6 +13,14 @@ sentence's tokens together, runs
 - else through a padded block per batch ``(batch, heads, longest, head_dim)`` for
   ``scaled_dot_product_attention`` with a key mask and BERT's attention dropout (the CPU's path too).
 
+A padded block is built by scattering the real tokens into zeros (:func:`to_blocks`), not by
+gathering ``flat[token_index]``: that gather's padding entries all read token 0, and its backward
+(``index_put_`` with ``accumulate=True``) adds them up on CUDA with one warp walking every duplicate
+in turn (pytorch/pytorch#41162): some 3,100 padding slots a block at batch 256 of SNLI pairs, 19
+blocks a step (q, k, v of 6 layers and the pooling's), which made the step's device time grow with
+the batch. The scatter's backward is a plain gather (``index_select``) and the values are the same:
+padding is masked out of attention and pooling either way.
+
 Dropout after the embeddings, the attention output and the feed-forward output is BERT's, in its
 places; its random draws differ from the padded model's (other shapes), so losses agree in
 distribution, and exactly with dropout off.
@@ -86,6 +94,22 @@ def unpadded_token_vectors(model: Any, batch: UnpaddedBatch, varlen: Attention |
     return x  # (total, hidden)
 
 
+def to_blocks(flat: Tensor, batch: UnpaddedBatch) -> Tensor:
+    """Flat token rows ``(total, *rest)`` as a zero-padded block ``(batch, longest, *rest)``.
+
+    Examples:
+        >>> import torch
+        >>> from sbert.inference.cuda.unpadded import unpadded_batch
+        >>> batch = unpadded_batch([[101, 7, 102], [101, 102]])
+        >>> to_blocks(torch.tensor([1.0, 2, 3, 4, 5]), batch).tolist()
+        [[1.0, 2.0, 3.0], [4.0, 5.0, 0.0]]
+    """
+    sentences, longest = batch.token_index.shape
+    zeros = flat.new_zeros((sentences * longest, *flat.shape[1:]))
+    # index_copy's backward for ``flat`` is a gather: no accumulation over duplicate indices.
+    return zeros.index_copy(0, batch.flat_index, flat).unflatten(0, (sentences, longest))
+
+
 def block_attention(
     query: Tensor, key: Tensor, value: Tensor, batch: UnpaddedBatch, dropout: float
 ) -> Tensor:
@@ -93,7 +117,7 @@ def block_attention(
     sentences, longest = batch.token_index.shape
 
     def block(flat: Tensor) -> Tensor:  # (total, heads, d) → (batch, heads, longest, d)
-        return flat[batch.token_index].transpose(1, 2)
+        return to_blocks(flat, batch).transpose(1, 2)
 
     keep = batch.token_mask[:, None, None, :]  # (batch, 1, 1, longest): padding is never attended
     context = F.scaled_dot_product_attention(

@@ -44,6 +44,9 @@ TOKENIZE_CHUNK = 4096
 # Up to this many texts, run_texts tokenizes on the calling thread: a thread pool would cost more
 # than it saves (one query's latency).
 SMALL_INPUT = 64
+# Tokenizing threads at most: each holds a tokenizer copy (a few MB; tens for 250k-token vocabularies),
+# and past this the GIL-held part of each encode (building the ids' Python lists) leaves little to gain.
+MAX_TOKENIZING_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,12 @@ class PipelineOptions:
 
 def tokenizing_threads() -> int:
     """Threads for tokenizing: the cores this process may use but two (the thread that drives the
-    device and the one that assembles batches), at most 8, at least 1."""
+    device and the one that assembles batches), at most :data:`MAX_TOKENIZING_THREADS`, at least 1.
+    Each thread encodes with its own tokenizer copy, so they scale with the cores: 8 → 15 threads ran
+    160k → 244k sentences/s on an H200's 16-core host (2026-11-27, ``benchmarks/tokenizing_options.py``)."""
     affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere every core counts
     cores = len(affinity(0)) if affinity else (os.cpu_count() or 1)
-    return max(1, min(8, cores - 2))
+    return max(1, min(MAX_TOKENIZING_THREADS, cores - 2))
 
 
 @dataclass
@@ -170,7 +175,9 @@ class CudaPipeline:
     ) -> Iterator[list[Sequence[int]]]:
         """Each chunk's token ids, in order. One core tokenizes 12-25k short sentences a second, where
         an H100's forward pass alone runs 133k (issue 35): a chunk is cut into one piece per thread,
-        and the next chunk's pieces are queued before this one is handed over."""
+        and the next chunk's pieces are queued before this one is handed over, so the threads never
+        wait for the device. ``tokenize`` should encode with a copy per thread (``encode()``'s does,
+        :class:`~sbert.modules.batch_tokenizer.ThreadTokenizers`): one shared copy contends."""
         threads = self.tokenize_threads
         piece = max(1, -(-chunk // threads))
         pool = self._pool("sbert-tokenize", threads)
