@@ -30,7 +30,7 @@ import faiss
 import numpy as np
 import torch
 
-from sbert.applications.search import semantic_search
+from sbert.embeddings.search import semantic_search
 from sbert.index import VectorIndex, recall_at_k
 
 

@@ -6,7 +6,7 @@ with the padded tokens. This times one OpenVINO inference request (one stream, o
 core runs when the server splits a merged batch) on shapes from (1, 8) to (32, 32), fits the line
 by least squares and prints ``fixed / per_token``, the cost of a batch in tokens. Then it shows what
 the cuts do: padded tokens (and the modelled cost) of random groups of STSb test sentences in
-fixed-size batches against :func:`sbert.batching.cheapest_cuts`. What the cuts give a server's
+fixed-size batches against :func:`sbert.base.batching.cheapest_cuts`. What the cuts give a server's
 groups, against packed rows, is ``benchmarks/packed_groups.py``.
 
     flock /tmp/sbert-heavy.lock python benchmarks/batch_cost.py --data-dir ../shared/data
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from sbert import SentenceEncoder
-from sbert.batching import length_sorted_batches
+from sbert.base.batching import length_sorted_batches
 from sbert.data import read_stsb
 
 SHAPES = [(b, s) for b in (1, 2, 4, 8, 16, 32) for s in (8, 16, 32)]

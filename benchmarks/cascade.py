@@ -41,8 +41,8 @@ import torch
 from alternating import alternating_order
 from encode_speed import cpu_name
 from sbert import SentenceEncoder
-from sbert.applications.search import semantic_search
 from sbert.data.beir import proxy_set
+from sbert.embeddings.search import semantic_search
 from sbert.evaluation.retrieval import EmbeddedSet, embed_set, retrieval_metrics, search_and_score
 from sbert.index import VectorIndex
 from sbert.index.cascade import cascade_search

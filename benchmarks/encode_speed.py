@@ -32,8 +32,8 @@ from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.data.paths import dataset_file
+from sbert.encoder.hub import bundled_model_path
 from sbert.evaluation import SimilarityEvaluator
-from sbert.hub import bundled_model_path
 from sbert.inference.precision import openvino_installed
 
 # Sources of the mixed-length set: short SNLI captions, one-sentence movie reviews, plot and opinion

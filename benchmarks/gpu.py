@@ -23,7 +23,7 @@ Sections, each isolated (one that fails is reported without losing the others) a
 
 Then issue 43's done-means, each printed as met or NOT met.
 
-sbert batches by tokens on CUDA (16,384 a batch, ``sbert.batching.MAX_BATCH_TOKENS``), so its
+sbert batches by tokens on CUDA (16,384 a batch, ``sbert.base.batching.MAX_BATCH_TOKENS``), so its
 ``batch_size`` does not change what runs: its rows at each batch size are repeats of one setting.
 
 The model is all-MiniLM-L6-v2's shape (6 layers, 384 hidden, 12 heads, 1536 feed-forward) with the
@@ -100,7 +100,7 @@ def prepare(carry: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     from sbert.data.readers import dataset_file
-    from sbert.hub import bundled_model_path
+    from sbert.encoder.hub import bundled_model_path
 
     stsb = dataset_file(None, "stsb/original/sts-test.csv", "STSb test")
     (carry / "stsb" / "original").mkdir(parents=True, exist_ok=True)
@@ -196,7 +196,7 @@ def limits(path: Path, sentences: list[str], repeats: int, device: str) -> dict[
     alone on padded batches already on the GPU, and of sbert's pipeline on token ids and on texts
     at each token budget of :data:`BUDGETS`."""
     from sbert import SentenceEncoder
-    from sbert.inference.cuda_pipeline import (
+    from sbert.inference.cuda.pipeline import (
         DTYPES,
         CudaPipeline,
         PipelineOptions,
@@ -271,7 +271,7 @@ def tokenizing(path: Path, sentences: list[str], repeats: int) -> dict[str, floa
     threads and on all cores but one (TEI's N-1)."""
     from transformers import AutoTokenizer
 
-    from sbert.inference.cuda_pipeline import tokenizing_threads
+    from sbert.inference.cuda.pipeline import tokenizing_threads
 
     tokenizer = AutoTokenizer.from_pretrained(path)
     length = json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]

@@ -76,9 +76,9 @@ def _paths(
     """Each GPU path at ``precision``: a call giving its vectors, and the reference rows they match.
     What ran (graphs, attention) is written into ``found`` as the calls run."""
     from sbert import SentenceEncoder
-    from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline, PipelineOptions, RunOptions
+    from sbert.inference.cuda.pipeline import DTYPES, CudaPipeline, PipelineOptions, RunOptions
+    from sbert.inference.cuda.unpadded import UnpaddedBert, padded_tokens, unpadded_batch
     from sbert.inference.fast_bert import FastBert
-    from sbert.inference.unpadded import UnpaddedBert, padded_tokens, unpadded_batch
 
     # float16 is what ``auto`` plans on a GPU with tensor cores; it cannot be asked for by name.
     asked = "auto" if precision == "float16" else precision

@@ -143,7 +143,7 @@ def store_build(corpus_file: Path, cache: Path, kind: str) -> dict:
     """Write the corpus into an embedding store, then time ``sbert index build --store`` and its peak RSS."""
     import resource
 
-    from sbert.identity import ModelIdentity
+    from sbert.embeddings.identity import ModelIdentity
     from sbert.store import StoreWriter
 
     corpus = np.load(corpus_file, mmap_mode="r", allow_pickle=False)

@@ -4,7 +4,7 @@ For each group of matrix products (BERT names), an OpenVINO engine runs that gro
 (NNCF, SmoothQuant 0.8, the bundled calibration set) and everything else in bf16, on the STSb test
 sentences: the largest cosine distance of a vector to PyTorch fp32, STSb test Spearman × 100, and
 speed relative to plain bf16 (both in one run, alternating order, median of per-repeat ratios).
-The groups that move vectors least make :data:`sbert.inference.openvino_engine.MIXED_INT8_LAYERS`.
+The groups that move vectors least make :data:`sbert.inference.openvino.engine.MIXED_INT8_LAYERS`.
 Run it on your own model (``--model``) before trusting ``auto`` with it.
 
     flock /tmp/sbert-heavy.lock python benchmarks/mixed_layers.py --data-dir ../shared/data
@@ -25,7 +25,7 @@ from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.evaluation import SimilarityEvaluator
 from sbert.evaluation.sts import PrecomputedEncoder
-from sbert.inference import openvino_engine
+from sbert.inference.openvino import engine as openvino_engine
 
 GROUPS = {
     "query + key + value": r"attention\.self\.(query|key|value)/",

@@ -20,7 +20,7 @@ import numpy as np
 
 from alternating import alternating_rates
 from sbert import SentenceEncoder
-from sbert.batching import BATCH_COST_TOKENS
+from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.data import read_stsb
 
 GROUPS = (16, 32, 64)

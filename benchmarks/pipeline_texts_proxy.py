@@ -1,7 +1,7 @@
 """A CPU proxy of the GPU pipeline's host limit (issue 43): texts against token ids, with a model so small
 that its compute is negligible, as all-MiniLM-L6-v2's is on an H200 next to the host's work.
 
-The pipeline (``sbert.inference.cuda_pipeline.CudaPipeline``, batches of 16,384 tokens, no graphs)
+The pipeline (``sbert.inference.cuda.pipeline.CudaPipeline``, batches of 16,384 tokens, no graphs)
 runs a random 1-layer BERT of hidden size 32 with all-MiniLM-L6-v2's tokenizer over STSb test ×8
 (22,064 sentences), on token ids and on texts; and the tokenizing alone (``tokenized_chunks``).
 Sentences/s, median of ``--repeats``, alternating::
@@ -26,7 +26,7 @@ from transformers import BertConfig, BertModel
 from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
-from sbert.inference.cuda_pipeline import CudaPipeline, PipelineOptions, RunOptions
+from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions, RunOptions
 
 TINY = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}
 

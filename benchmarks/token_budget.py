@@ -15,7 +15,7 @@ import statistics
 from alternating import alternating_rates
 from encode_speed import mixed_sentences
 from sbert import SentenceEncoder
-from sbert.batching import length_sorted_batches
+from sbert.base.batching import length_sorted_batches
 from sbert.data import read_stsb
 
 SETTINGS = [(32, None), (64, None), (32, 512), (128, 2048), (256, 4096)]  # (batch_size, max_tokens)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-CHUNK = 4096  # texts a chunk, as the pipeline (sbert.inference.cuda_pipeline.TOKENIZE_CHUNK)
+CHUNK = 4096  # texts a chunk, as the pipeline (sbert.inference.cuda.pipeline.TOKENIZE_CHUNK)
 TEI_PIECE = 256
 
 Ids = list[list[int]]

@@ -43,8 +43,8 @@ def worker(args: argparse.Namespace) -> None:
     import torch.distributed as dist
 
     from sbert import SentenceEncoder
+    from sbert.base.distributed import distributed_device, join_process_group, leave_process_group
     from sbert.data import read_stsb
-    from sbert.distributed import distributed_device, join_process_group, leave_process_group
     from sbert.losses import CosineMSELoss
     from sbert.training import Trainer, TrainingConfig
 

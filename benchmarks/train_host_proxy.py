@@ -30,7 +30,7 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.data import ScoredPair, read_snli_senteval
-from sbert.hub import bundled_model_path
+from sbert.encoder.hub import bundled_model_path
 from sbert.losses import MultipleNegativesRankingLoss
 from sbert.training import Trainer, TrainingConfig
 from sbert.training.autocast import training_precision

@@ -31,7 +31,7 @@ from sentence_transformers.training_args import SentenceTransformerTrainingArgum
 from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import ScoredPair, read_stsb
-from sbert.hub import bundled_model_path
+from sbert.encoder.hub import bundled_model_path
 from sbert.losses import CosineMSELoss
 from sbert.training import Trainer, TrainingConfig
 

@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sbert import __version__
-from sbert.files import write_text_atomic
+from sbert._version import __version__
+from sbert.base.files import write_text_atomic
 
 
 def code_fingerprint() -> str:

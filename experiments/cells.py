@@ -24,14 +24,14 @@ from experiments.speed import (
     most_similar_pair_seconds,
     sentences_per_second,
 )
+from sbert.base.options import PAPER_POOLING_MODES
 from sbert.data import MissingDataError, distinct_snli_sentences, read_stsb
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.model import SentenceEncoder
 from sbert.evaluation.baselines import AveragedGloVe
 from sbert.evaluation.senteval import TRANSFER_TASKS, evaluate_transfer
 from sbert.evaluation.similarity import Encoder
 from sbert.evaluation.sts import STS_SETS, evaluate_sts
 from sbert.losses import CONCATENATION_PARTS, PAPER_CONCATENATION
-from sbert.options import PAPER_POOLING_MODES
 
 # Rough rates on the reference machine (2 cores), for the time-left estimate only.
 TRAIN_PAIRS_PER_S = 90.0

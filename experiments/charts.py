@@ -11,8 +11,8 @@ from typing import Any
 
 from experiments.figures import Figures
 from experiments.findings import concatenation_scores
+from sbert.base.files import atomic_path
 from sbert.evaluation import paper
-from sbert.files import atomic_path
 
 OURS, PAPER = "#1f77b4", "#bbbbbb"
 

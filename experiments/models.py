@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from experiments.cache import settings_key
-from sbert.options import Recipe
+from sbert.base.options import Recipe
 from sbert.training.output_dir import CHECKPOINT_DIR
 from sbert.training.recipes import RecipeConfig, train_recipe
 

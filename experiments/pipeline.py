@@ -15,8 +15,8 @@ from experiments.models import ModelStore
 from experiments.report import build_results, render_markdown
 from experiments.runner import CellOutcome, run_cells
 from experiments.scale import Scale
-from sbert.files import write_text_atomic
-from sbert.outputs import OutputKind, claiming
+from sbert.base.files import write_text_atomic
+from sbert.base.outputs import OutputKind, claiming
 
 REPORT_FILE = "REPORT.md"
 RESULTS_FILE = "results.json"

@@ -20,7 +20,7 @@ import torch
 from experiments.figures import Figures, escape, fmt, fmt_seeds
 from experiments.findings import concatenation_scores, findings_table
 from experiments.runner import CellOutcome
-from sbert import __version__
+from sbert._version import __version__
 from sbert.evaluation import paper
 
 SETTING_DIFFERENCES = """\

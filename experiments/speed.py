@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from sbert.applications.mining import paraphrase_mining
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.model import SentenceEncoder
 
 
 def median_seconds(runners: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:

@@ -8,12 +8,22 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "sbert"
 
 
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in SRC.rglob("*.py")}
+
+
 def _imports(path: Path) -> set[str]:
-    """Every sbert module ``path`` imports, at the top or inside a function."""
+    """Every sbert module ``path`` imports, at the top, under TYPE_CHECKING or inside a function;
+    ``from sbert.x import y`` imports ``sbert.x.y`` where ``y`` is a module."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+            submodules = {f"{node.module}.{alias.name}" for alias in node.names} & MODULES.keys()
+            found.update(submodules or {node.module})  # not the package a submodule is taken from
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {name for name in found if name == "sbert" or name.startswith("sbert.")}
@@ -39,18 +49,21 @@ def test_only_the_command_line_imports_the_server() -> None:
 
 # The floors of docs/development.md, from the ground up: a module imports from its own floor or below.
 FLOORS: tuple[tuple[str, ...], ...] = (
-    # ground floor: contracts and helpers ("sbert" itself: its names load lazily)
-    ("sbert", "sbert.contracts", "sbert.options", "sbert.errors", "sbert.files", "sbert.outputs", "sbert.distributed",
-     "sbert.inputs", "sbert.prompts", "sbert.batching", "sbert.similarity", "sbert.scores", "sbert.quantization",
-     "sbert.truncation", "sbert.hub", "sbert.resources"),
+    ("sbert._version",),
+    ("sbert.base", "sbert.resources"),  # errors, contracts, options, atomic files, output claims, batching
+    ("sbert.embeddings",),  # what is done with vectors: similarity, quantization, truncation, identity, search
     ("sbert.data",),
-    ("sbert.modules", "sbert.model_checks", "sbert.model_io", "sbert.loading", "sbert.inference", "sbert.encoder", "sbert.router", "sbert.identity", "sbert.static",
-     "sbert.cross_encoder", "sbert.encode_output", "sbert.encode_prompts", "sbert.st_surface"),
+    ("sbert.modules",),  # text → tokens → token vectors → pooling → sentence vector, one module a step
+    ("sbert.inference",),  # the engines that run the modules
+    ("sbert.encoder",),  # the model: its modules in sequence, encode(), its on-disk format
+    ("sbert.static",),
     ("sbert.losses",),
-    ("sbert.applications.search", "sbert.store", "sbert.index"),
+    ("sbert.store", "sbert.index"),
     ("sbert.evaluation",),
+    ("sbert.cross_encoder",),
     ("sbert.training",),
-    ("sbert.applications", "sbert.util"),
+    ("sbert.applications",),
+    ("sbert", "sbert.util", "sbert.quantization"),  # the public face
     ("sbert.server",),
     ("sbert.cli", "sbert.__main__"),
 )  # fmt: skip
@@ -71,13 +84,11 @@ def _floor(module: str) -> int:
 
 def test_every_import_goes_down_the_floors() -> None:
     upward = []
-    for path in sorted(SRC.rglob("*.py")):
-        parts = path.relative_to(SRC.parent).with_suffix("").parts
-        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    for module, path in sorted(MODULES.items()):
         upward += [
             f"{module} (floor {_floor(module)}) imports {name} (floor {_floor(name)})"
             for name in sorted(_imports(path))
-            if _floor(name) > _floor(module) and module != "sbert"
+            if _floor(name) > _floor(module)
         ]
     assert upward == []
 
@@ -89,3 +100,53 @@ def test_the_floors_name_real_modules() -> None:
             assert (SRC.parent / relative).is_dir() or (SRC.parent / relative).with_suffix(".py").is_file(), (
                 prefix
             )
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No circle of imports, through any number of modules (Tarjan's strongly connected components)."""
+    edges = {
+        module: {name for name in _imports(path) if name in MODULES and name != module}
+        for module, path in MODULES.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for name in edges[module]:
+            if name not in index:
+                visit(name)
+                low[module] = min(low[module], low[name])
+            elif name in stack:
+                low[module] = min(low[module], index[name])
+        if low[module] == index[module]:
+            component = []
+            while (name := stack.pop()) != module:
+                component.append(name)
+            if component:
+                circles.append(sorted([module, *component]))
+
+    for module in sorted(MODULES):
+        if module not in index:
+            visit(module)
+    assert circles == []
+
+
+def test_the_root_holds_the_public_face_only() -> None:
+    assert sorted(path.name for path in SRC.glob("*.py")) == [
+        "__init__.py",
+        "__main__.py",
+        "_version.py",
+        "quantization.py",
+        "util.py",
+    ]
+
+
+def test_every_folder_says_in_one_line_what_lives_there() -> None:
+    for init in sorted(SRC.rglob("__init__.py")):
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert docstring, f"{init.relative_to(SRC)} has no docstring"
+        assert docstring.splitlines()[0].strip(), f"{init.relative_to(SRC)}: its first line is empty"

@@ -10,28 +10,28 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from sbert._version import __version__
 
 # Public name → the module that defines it.
 _EXPORTS = {
     "CrossEncoder": "sbert.cross_encoder",
-    "DEFAULT_MODEL": "sbert.hub",
-    "ModelLoadError": "sbert.errors",
-    "SentenceEncoder": "sbert.encoder",
-    "SentenceTransformer": "sbert.encoder",
-    "cosine_matrix": "sbert.similarity",
-    "similarity_function": "sbert.similarity",
+    "DEFAULT_MODEL": "sbert.encoder.hub",
+    "ModelLoadError": "sbert.base.errors",
+    "SentenceEncoder": "sbert.encoder.model",
+    "SentenceTransformer": "sbert.encoder.model",
+    "cosine_matrix": "sbert.embeddings.similarity",
+    "similarity_function": "sbert.embeddings.similarity",
 }
 # Submodules reachable as attributes (``sbert.util.cos_sim`` after ``import sbert``).
 _SUBMODULES = ("quantization", "util")
 
 if TYPE_CHECKING:
     from sbert import quantization, util
+    from sbert.base.errors import ModelLoadError
     from sbert.cross_encoder import CrossEncoder
-    from sbert.encoder import SentenceEncoder, SentenceTransformer
-    from sbert.errors import ModelLoadError
-    from sbert.hub import DEFAULT_MODEL
-    from sbert.similarity import cosine_matrix, similarity_function
+    from sbert.embeddings.similarity import cosine_matrix, similarity_function
+    from sbert.encoder.hub import DEFAULT_MODEL
+    from sbert.encoder.model import SentenceEncoder, SentenceTransformer
 
 __all__ = [
     "DEFAULT_MODEL",

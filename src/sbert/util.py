@@ -2,7 +2,7 @@
 
 Scores are torch tensors (numpy or lists in, tensors out, as sentence-transformers returns them);
 searches return ``[{"corpus_id": ..., "score": ...}]`` lists, paraphrase mining ``[score, i, j]``
-lists, community detection lists of indices. The work is sbert's own (:mod:`sbert.similarity`,
+lists, community detection lists of indices. The work is sbert's own (:mod:`sbert.embeddings.similarity`,
 :mod:`sbert.applications`); sbert's functions there return numpy for numpy and named tuples.
 
 Examples:
@@ -23,8 +23,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sbert.quantization import quantize_embeddings
-from sbert.scores import (
+from sbert.embeddings.quantization import quantize_embeddings
+from sbert.embeddings.similarity import (
     cos_sim,
     dot_score,
     euclidean_sim,
@@ -62,7 +62,7 @@ def normalize_embeddings(embeddings: Tensor) -> Tensor:
 
 def truncate_embeddings(embeddings: Any, truncate_dim: int | None) -> Any:
     """The first ``truncate_dim`` dimensions, not rescaled (sentence-transformers' meaning; sbert's
-    :func:`sbert.truncation.truncate_embeddings` rescales to unit length)."""
+    :func:`sbert.embeddings.truncation.truncate_embeddings` rescales to unit length)."""
     return embeddings[..., :truncate_dim]
 
 
@@ -87,7 +87,7 @@ def semantic_search(
         >>> semantic_search(np.eye(2), np.array([[0.0, 3.0], [1.0, 0.0]]), top_k=2)[1]
         [{'corpus_id': 0, 'score': 1.0}, {'corpus_id': 1, 'score': 0.0}]
     """
-    from sbert.applications.search import semantic_search as exact_search
+    from sbert.embeddings.search import semantic_search as exact_search
 
     queries, corpus = score_input(query_embeddings), score_input(corpus_embeddings)
     metric = _metric(score_function)

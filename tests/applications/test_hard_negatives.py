@@ -335,8 +335,8 @@ def test_tsv_refuses_a_text_with_a_tab(tmp_path: Path) -> None:
 def test_a_saved_index_gives_the_rows_of_exact_search(
     models: tuple[SentenceEncoder, Any], tmp_path: Path
 ) -> None:
+    from sbert.embeddings.truncation import truncate_embeddings
     from sbert.index import VectorIndex
-    from sbert.truncation import truncate_embeddings
 
     ours, _ = models
     corpus = sentences(60, 2)

@@ -32,7 +32,7 @@ def test_encode_txt_to_npy_matches_api(tiny_model_dir: Path, tmp_path: Path) -> 
 
 
 def test_encode_dimensions_cuts_and_renormalises(tiny_model_dir: Path, tmp_path: Path, capsys) -> None:
-    from sbert.truncation import truncate_embeddings
+    from sbert.embeddings.truncation import truncate_embeddings
 
     (tmp_path / "in.txt").write_text("a man plays guitar\nthe dog runs\n", encoding="utf-8")
     argv = ["encode", str(tmp_path / "in.txt"), "--model", str(tiny_model_dir), "--dimensions"]

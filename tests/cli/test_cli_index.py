@@ -31,7 +31,7 @@ def test_other_pooling_is_refused(tiny_model_dir: Path, corpus_file: Path, tmp_p
     assert main(["search", "--index", str(tmp_path / "idx"), SENTENCES[0], "--pooling", "cls"]) == 1
     assert "pooling 'mean' vs 'cls'" in capsys.readouterr().err
     from sbert import SentenceEncoder
-    from sbert.identity import ModelMismatchError
+    from sbert.embeddings.identity import ModelMismatchError
     from sbert.index import VectorIndex
 
     with pytest.raises(ModelMismatchError, match="pooling 'mean' vs 'max'"):
@@ -62,7 +62,7 @@ def test_relative_model_path_is_stored_resolved(
 def test_build_from_store_looks_texts_up_in_it(
     tiny_encoder, tiny_model_dir: Path, tmp_path: Path, capsys
 ) -> None:
-    from sbert.identity import model_identity
+    from sbert.embeddings.identity import model_identity
     from sbert.store import StoreWriter
 
     vectors = tiny_encoder.encode(SENTENCES * 50, normalize=True)  # (200, dim)

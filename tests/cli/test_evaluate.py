@@ -117,8 +117,8 @@ def test_evaluate_sts_at_several_dimensions(
 ) -> None:
     from sbert import SentenceEncoder
     from sbert.data import read_stsb
+    from sbert.embeddings.truncation import PrefixViews
     from sbert.evaluation import SimilarityEvaluator
-    from sbert.truncation import PrefixViews
 
     write_data(tmp_path)
     out = tmp_path / "eval.json"

@@ -1,4 +1,4 @@
-"""Commands that write, run as real processes against real folders: the output rule of sbert.outputs.
+"""Commands that write, run as real processes against real folders: the output rule of sbert.base.outputs.
 
 Each case of issue 38: a user's file beside an artifact, a folder of the user's, a file where a
 folder goes, a symlink, two writers at once, and a full disk.
@@ -214,8 +214,8 @@ def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_pa
     from experiments.pipeline import reproduce
     from experiments.scale import QUICK
 
+    from sbert.base.outputs import OutputRefusedError
     from sbert.data.download import download
-    from sbert.outputs import OutputRefusedError
 
     (tmp_path / "userdir").mkdir()
     (tmp_path / "userdir" / "mine.txt").write_text("mine")

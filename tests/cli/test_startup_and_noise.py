@@ -51,13 +51,13 @@ def test_help_and_version_load_no_heavy_package() -> None:
 
 
 def test_the_options_module_loads_no_heavy_package() -> None:
-    assert _heavy_after("import sbert.options") == []
+    assert _heavy_after("import sbert.base.options") == []
 
 
 def test_every_named_choice_has_its_implementation() -> None:
+    from sbert.base.options import METRICS, TRIPLET_DISTANCES
+    from sbert.embeddings.similarity import MATRIX, PAIRWISE
     from sbert.losses.triplet import DISTANCE_FUNCTIONS
-    from sbert.options import METRICS, TRIPLET_DISTANCES
-    from sbert.similarity import MATRIX, PAIRWISE
 
     assert tuple(MATRIX) == tuple(PAIRWISE) == METRICS
     assert tuple(DISTANCE_FUNCTIONS) == TRIPLET_DISTANCES

@@ -234,7 +234,7 @@ def test_the_command_names_a_missing_dataset(tiny_model_dir: Path, tmp_path: Pat
 
 
 def test_a_prefix_of_the_dimensions_is_searched_as_asked(tiny_encoder: SentenceEncoder) -> None:
-    from sbert.applications.search import semantic_search
+    from sbert.embeddings.search import semantic_search
     from sbert.evaluation.retrieval import embed_set, search_and_score
 
     embedded = embed_set(tiny_encoder, SET)

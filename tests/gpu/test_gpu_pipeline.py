@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.inference.cuda_pipeline import CudaPipeline, PipelineOptions, RunOptions
-from sbert.inference.unpadded import UnpaddedBert, unpadded_batch
+from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions, RunOptions
+from sbert.inference.cuda.unpadded import UnpaddedBert, unpadded_batch
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none"

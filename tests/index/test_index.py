@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("faiss")
 
-from sbert.applications.search import semantic_search
+from sbert.embeddings.search import semantic_search
 from sbert.index import (
     FAISS_FILE,
     MANIFEST_FILE,
@@ -123,8 +123,8 @@ def test_bad_queries_and_vectors() -> None:
 
 @pytest.mark.parametrize("kind", ["flat", "ivfpq"])
 def test_a_prefix_index_searches_like_exact_search_on_cut_vectors(kind: str, tmp_path: Path) -> None:
+    from sbert.embeddings.truncation import truncate_embeddings
     from sbert.index.building import ArraySource, build_index
-    from sbert.truncation import truncate_embeddings
 
     vectors, queries = corpus(400, 32), corpus(5, 32, seed=1)
     index = VectorIndex.build(vectors, kind=kind, model_name="m", dimensions=8, rescore="float32")

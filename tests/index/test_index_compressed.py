@@ -8,7 +8,7 @@ import pytest
 
 faiss = pytest.importorskip("faiss")
 
-from sbert.applications.search import semantic_search  # noqa: E402
+from sbert.embeddings.search import semantic_search  # noqa: E402
 from sbert.index import (  # noqa: E402
     COMPRESSED_KINDS,
     MANIFEST_FILE,

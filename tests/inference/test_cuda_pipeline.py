@@ -15,8 +15,8 @@ from sentence_transformers import SentenceTransformer
 from tests.conftest import gpu_sentences
 
 from sbert import SentenceEncoder
-from sbert.inference.cuda_graphs import GraphedForward, bucket_padded, bucket_shape
-from sbert.inference.cuda_pipeline import CudaPipeline, PipelineOptions, RunOptions
+from sbert.inference.cuda.graphs import GraphedForward, bucket_padded, bucket_shape
+from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions, RunOptions
 
 
 def _sentences(count: int, seed: int = 0) -> list[str]:

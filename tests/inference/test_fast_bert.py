@@ -3,8 +3,9 @@ import torch.nn.functional as F
 from tests.cuda_rules import CudaRules
 
 from sbert import SentenceEncoder
+from sbert.base.weights import parameter_version, weights_version
 from sbert.inference import FastBert
-from sbert.inference.fast_bert import parameter_version, supports, weights_version
+from sbert.inference.fast_bert import supports
 
 SENTENCES = [
     "a man plays the guitar",

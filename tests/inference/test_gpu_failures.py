@@ -13,8 +13,8 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.inference import precision as precision_module
-from sbert.inference.cuda_graphs import GraphedForward
-from sbert.inference.unpadded import UnpaddedBert, unpadded_batch
+from sbert.inference.cuda.graphs import GraphedForward
+from sbert.inference.cuda.unpadded import UnpaddedBert, unpadded_batch
 
 
 class _Stream:

@@ -23,10 +23,10 @@ from tests.inference.test_cuda_precision import simulate_gpu
 
 from sbert import SentenceEncoder
 from sbert.inference import runners as runners_module
-from sbert.inference.cuda_pipeline import CudaPipeline, PipelineOptions, RunOptions
+from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions, RunOptions
+from sbert.inference.cuda.unpadded import UnpaddedBert, unpadded_batch
 from sbert.inference.fast_bert import FastBert
 from sbert.inference.plan import PlanRequest, make_plan
-from sbert.inference.unpadded import UnpaddedBert, unpadded_batch
 
 DTYPE_IDS = ["float32", "bfloat16", "float16"]
 

@@ -15,9 +15,9 @@ import torch
 from tests.conftest import needs_native_int8
 
 from sbert import SentenceEncoder
-from sbert.inference import graph_cache
-from sbert.inference.graph_cache import cache_dir, fingerprint
-from sbert.inference.openvino_engine import OpenVinoEngine
+from sbert.inference.openvino import graph_cache
+from sbert.inference.openvino.engine import OpenVinoEngine
+from sbert.inference.openvino.graph_cache import cache_dir, fingerprint
 
 pytest.importorskip("nncf")
 

@@ -11,9 +11,9 @@ import torch
 from tests.conftest import needs_native_int8
 
 from sbert import SentenceEncoder
-from sbert.batching import length_sorted_batches
-from sbert.inference import openvino_engine
-from sbert.inference.openvino_engine import OpenVinoEngine, default_calibration_sentences
+from sbert.base.batching import length_sorted_batches
+from sbert.inference.openvino import engine as openvino_engine
+from sbert.inference.openvino.engine import OpenVinoEngine, default_calibration_sentences
 from sbert.modules import Dense, Normalize
 
 pytest.importorskip("openvino")

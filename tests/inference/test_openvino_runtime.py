@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sbert import SentenceEncoder
-from sbert.inference.openvino_engine import OpenVinoEngine
-from sbert.inference.openvino_runtime import TELEMETRY_ENV, host_logging_kept, telemetry_wanted
+from sbert.inference.openvino.engine import OpenVinoEngine
+from sbert.inference.openvino.runtime import TELEMETRY_ENV, host_logging_kept, telemetry_wanted
 
 pytest.importorskip("nncf")
 

@@ -12,7 +12,8 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from sbert import SentenceEncoder
-from sbert.inference.cuda_pipeline import SMALL_INPUT, CudaPipeline, PipelineOptions
+from sbert.inference.cuda.pipeline import SMALL_INPUT, CudaPipeline, PipelineOptions
+from sbert.inference.runner import RunOptions
 
 WORDS = ["a", "man", "plays", "the", "guitar", "while", "dog", "runs", "in", "park", "rain", "sky"]
 
@@ -47,3 +48,30 @@ def test_encode_through_the_gpu_pipeline_gives_sentence_transformers_vectors_and
     assert notices == [
         f"{too_long} of {len(sentences)} inputs were longer than max_seq_length=16 tokens and were truncated"
     ]
+
+
+def test_the_planning_is_the_encoders_and_the_plan_follows_the_weights(tiny_encoder: SentenceEncoder) -> None:
+    import copy
+
+    from sbert.inference.planning import Planning
+
+    model = copy.deepcopy(tiny_encoder)
+    planning = model.planning
+    assert isinstance(planning, Planning) and planning.input_module is model.input_module
+    assert model.plan is planning.plan and model.plan.device == str(model.device) == "cpu"
+    model.requested_backend, model.name = "torch", "renamed"  # set on the planning, under the encoder's names
+    assert (planning.requested_backend, planning.name) == ("torch", "renamed")
+    model.to("meta")  # no second device here: the meta device stands in for one
+    assert model.device.type == planning.device.type == "meta"
+    assert model.plan.device == "meta" and model.plan is not tiny_encoder.plan
+    assert tiny_encoder.plan.device == "cpu"  # the copy's planning is its own
+
+
+def test_a_planning_needs_only_the_modules(tiny_encoder: SentenceEncoder) -> None:
+    from sbert.inference.planning import Planning
+
+    planning = Planning(tiny_encoder.input_module, tiny_encoder.pooling, tiny_encoder.layers, "alone")
+    planning.requested_precision, planning.requested_backend = "float32", "torch"
+    plan, embeddings = planning.run(planning.plan, ["a man plays the guitar"], RunOptions(), False)
+    assert (plan.precision, plan.backend, plan.device) == ("float32", "torch", "cpu")
+    torch.testing.assert_close(embeddings, torch.from_numpy(tiny_encoder.encode(["a man plays the guitar"])))

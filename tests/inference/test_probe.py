@@ -95,7 +95,7 @@ def test_a_packed_graph_that_fails_its_probe_leaves_padded_batches_running(
     def fail_packed(expected: Tensor, got: Tensor, precision: str, graph: str) -> None:
         real_check(expected + ("packed" in graph), got, precision, graph)
 
-    monkeypatch.setattr("sbert.inference.openvino_engine.check_probe", fail_packed)
+    monkeypatch.setattr("sbert.inference.openvino.engine.check_probe", fail_packed)
     openvino_encoder.runners.openvino.clear()
     with caplog.at_level(logging.WARNING, logger="sbert"):
         packed = openvino_encoder.encode(SENTENCES, pack=True)

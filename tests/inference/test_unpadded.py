@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from sbert import SentenceEncoder
-from sbert.inference.unpadded import UnpaddedBert, padded_tokens, unpadded_batch
+from sbert.inference.cuda.unpadded import UnpaddedBert, padded_tokens, unpadded_batch
 from sbert.modules import Pooling
 
 SENTENCES = [

@@ -10,7 +10,7 @@ from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.evaluation import SimilarityEvaluator
 from sbert.inference.cpu import this_cpu
-from sbert.inference.openvino_engine import default_calibration_sentences
+from sbert.inference.openvino.engine import default_calibration_sentences
 from sbert.inference.precision import openvino_installed
 
 pytestmark = pytest.mark.integration

@@ -24,8 +24,8 @@ from tests.conftest import PROMPTS, WORDS, build_tiny_bert
 from tokenizers import Tokenizer
 
 from sbert import SentenceEncoder
-from sbert.errors import ModelLoadError
-from sbert.router import RouterEncoder
+from sbert.base.errors import ModelLoadError
+from sbert.encoder.router import RouterEncoder
 
 SENTENCES = ["a man plays the guitar", "rain", "", " ".join(WORDS * 3), "the dog runs in the park"]
 KINDS = ("static-query", "two-berts")

@@ -31,7 +31,7 @@ from tests.inference.test_cuda_precision import simulate_gpu
 from sbert import SentenceEncoder
 from sbert.cli import main
 from sbert.inference import runners as runners_module
-from sbert.inference.cuda_pipeline import CudaPipeline
+from sbert.inference.cuda.pipeline import CudaPipeline
 from sbert.inference.plan import make_plan
 from sbert.server import run as run_module
 from sbert.server.app import create_app

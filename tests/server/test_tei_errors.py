@@ -165,7 +165,9 @@ def overreaching(
     # failure in the forward pass, this server starts with that one check switched off.
     hooks = tmp_path_factory.mktemp("hooks")
     (hooks / "sitecustomize.py").write_text(
-        "import sbert.model_checks\nsbert.model_checks.check_max_seq_length = lambda *args, **kwargs: None\n"
+        "import sbert.modules.checks, sbert.modules.transformer\n"
+        "for module in (sbert.modules.checks, sbert.modules.transformer):\n"
+        "    module.check_max_seq_length = lambda *args, **kwargs: None\n"
     )
     env = {"PYTHONPATH": os.pathsep.join([str(hooks), str(SRC)])}
     process = ServerProcess(tiny_server_args(overreaching_model_dir), env=env).wait_ready()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from sbert import SentenceEncoder
+from sbert.base.errors import ModelLoadError
 from sbert.cli import main
-from sbert.errors import ModelLoadError
 from sbert.static.distill import distill_table, fit_pca, zipf_sif_weights
 from sbert.static.fit import FitConfig, fit_table
 from sbert.static.pipeline import distill_static

@@ -11,8 +11,8 @@ import torch
 from tokenizers import Tokenizer
 
 from sbert import SentenceEncoder
-from sbert.errors import ModelLoadError
-from sbert.identity import check_same_model, model_identity
+from sbert.base.errors import ModelLoadError
+from sbert.embeddings.identity import check_same_model, model_identity
 from sbert.static import StaticEncoder
 
 SENTENCES = ["A man plays a guitar.", "", "the cat is good", "Ünïcode café!", "no " * 80]

@@ -121,7 +121,7 @@ def test_resume_refuses_a_changed_input_precision_or_model(tmp_path: Path, tiny_
     with pytest.raises(StoreError, match=r"input sha256 '"):
         encode_corpus_cli(tiny_model_dir, source, out)
     from sbert import SentenceEncoder
-    from sbert.identity import ModelMismatchError
+    from sbert.embeddings.identity import ModelMismatchError
 
     other = SentenceEncoder.from_pretrained(
         tiny_model_dir, pooling="cls", device="cpu", precision="float32", backend="torch"

@@ -16,10 +16,10 @@ import numpy as np
 import torch
 
 from sbert import SentenceEncoder
+from sbert.base.distributed import join_process_group, leave_process_group, rank_share
 from sbert.cli import build_parser
 from sbert.cli.train import recipe_config
 from sbert.data.training_files import read_scored_pairs, read_triplets
-from sbert.distributed import join_process_group, leave_process_group, rank_share
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
 from sbert.training import Trainer, TrainingConfig
 from sbert.training.recipes import train_recipe

@@ -24,9 +24,9 @@ from safetensors.torch import load_file
 from tests.conftest import REPO, WORDS, build_tiny_bert
 
 from sbert import SentenceEncoder
+from sbert.base.distributed import DistributedError, check_batching, join_process_group, rank_share
 from sbert.cli import main
 from sbert.data.training_files import read_scored_pairs, read_triplets
-from sbert.distributed import DistributedError, check_batching, join_process_group, rank_share
 from sbert.losses import CoSENTLoss, MultipleNegativesRankingLoss
 
 WORKER = Path(__file__).with_name("ddp_worker.py")

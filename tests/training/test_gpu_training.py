@@ -14,7 +14,7 @@ from tests.training.test_trainer import toy_pairs
 
 from sbert import SentenceEncoder
 from sbert.data import ScoredPair
-from sbert.inference.unpadded import unpadded_batch
+from sbert.inference.cuda.unpadded import unpadded_batch
 from sbert.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
 from sbert.losses.base import SentenceLoss
 from sbert.training import Trainer, TrainerState, TrainingConfig

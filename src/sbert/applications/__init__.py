@@ -2,7 +2,7 @@
 
 from sbert.applications.clustering import agglomerative, community_detection, kmeans
 from sbert.applications.mining import Pair, paraphrase_mining
-from sbert.applications.search import Hit, semantic_search
+from sbert.embeddings.search import Hit, semantic_search
 
 __all__ = [
     "Hit",

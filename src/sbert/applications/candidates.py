@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from sbert.applications.search import Hit, top_k_chunked
+from sbert.embeddings.search import Hit, top_k_chunked
 from sbert.index import VectorIndex
 
 

@@ -14,8 +14,8 @@ import torch
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import pdist
 
-from sbert.applications.search import as_numpy, top_k_rows
-from sbert.similarity import ArrayLike
+from sbert.embeddings.search import as_numpy, top_k_rows
+from sbert.embeddings.similarity import ArrayLike
 
 if TYPE_CHECKING:
     from sbert.index import VectorIndex

@@ -2,7 +2,7 @@
 its positive, as sentence-transformers' ``mine_hard_negatives`` picks them.
 
 Every anchor is searched against the corpus (the positives, plus any extra texts) exactly, in chunks
-(:func:`~sbert.applications.search.top_k_chunked`: memory of one score block, not queries × corpus),
+(:func:`~sbert.embeddings.search.top_k_chunked`: memory of one score block, not queries × corpus),
 through a new :class:`~sbert.index.VectorIndex` of any kind, or through a saved index,
 whose vectors never enter memory (:mod:`sbert.applications.candidates`). The ``range_max +
 max_positives`` nearest candidates of each anchor are then filtered (its positives, a margin below
@@ -28,8 +28,8 @@ import torch
 from sbert.applications.candidates import nearest, nearest_in_index
 from sbert.applications.mined import MinedRow, MiningResult
 from sbert.applications.mined import write_mined as write_mined  # callers import it from here too
-from sbert.contracts import RetrievalEncoder
-from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES
+from sbert.base.contracts import RetrievalEncoder
+from sbert.base.options import MINED_FORMATS, SAMPLING_STRATEGIES
 
 if TYPE_CHECKING:
     from sbert.cross_encoder import CrossEncoder

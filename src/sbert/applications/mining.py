@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import torch
 
-from sbert.applications.search import top_k_chunked
-from sbert.similarity import ArrayLike
+from sbert.embeddings.search import top_k_chunked
+from sbert.embeddings.similarity import ArrayLike
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 
 class Pair(NamedTuple):

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 
-from sbert import __version__
+from sbert._version import __version__
 from sbert.cli import (
     cluster,
     data,

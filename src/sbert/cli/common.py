@@ -10,12 +10,12 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from sbert.base.options import BACKENDS, POOLING_MODES, PRECISIONS
 from sbert.data.paths import DATA_ENV, default_data_dir
-from sbert.hub import DEFAULT_MODEL
-from sbert.options import BACKENDS, POOLING_MODES, PRECISIONS
+from sbert.encoder.hub import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -142,7 +142,7 @@ def absolute_path(value: str) -> str:
 
 def load_model(args: argparse.Namespace) -> SentenceEncoder:
     from sbert.data.texts import read_texts
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
     calibration = getattr(args, "calibration", None)
     return SentenceEncoder.from_pretrained(

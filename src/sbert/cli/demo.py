@@ -17,7 +17,7 @@ from sbert.cli.similarity import format_matrix
 from sbert.data.paths import missing_data_message, resolve_data_dir
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 QUERIES = [
     "Someone is making music.",
@@ -51,7 +51,7 @@ def demo_corpus() -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from sbert.applications import agglomerative, paraphrase_mining, semantic_search
     from sbert.applications.clustering import labels_to_clusters
-    from sbert.similarity import cosine_matrix
+    from sbert.embeddings.similarity import cosine_matrix
 
     start = time.perf_counter()
     model = load_model(args)

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sbert.outputs import MODEL, claim_output
+    from sbert.base.outputs import MODEL, claim_output
 
     with claim_output(args.output, MODEL):  # refused or locked before torch loads (seconds)
         from sbert.static.fit import FitConfig

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_model_arguments, add_progress_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS
-from sbert.hub import DEFAULT_MODEL
+from sbert.encoder.hub import DEFAULT_MODEL
 
 if TYPE_CHECKING:
-    from sbert.inference.cold_start import ColdRequest
+    from sbert.encoder.cold_start import ColdRequest
 
 FILE_SUFFIXES = (".npy", ".jsonl", ".json")
 
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_store(args)
     if kind == "stdout":
         return _encode(args, kind, None)
-    from sbert.outputs import FILE, claim_output
+    from sbert.base.outputs import FILE, claim_output
 
     check_writable(args.output)
     with claim_output(args.output, FILE) as target:  # a link's target is written; the link stays
@@ -143,9 +143,9 @@ def run(args: argparse.Namespace) -> int:
 def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
     import numpy as np
 
+    from sbert.base.files import atomic_path
     from sbert.data.texts import read_texts
-    from sbert.files import atomic_path
-    from sbert.truncation import truncate_embeddings
+    from sbert.embeddings.truncation import truncate_embeddings
 
     texts = read_texts(args.input, args.format, args.column, skip_bad_lines=args.skip_bad_lines)
     vectors = _encode_texts(args, texts)
@@ -169,15 +169,15 @@ def _encode(args: argparse.Namespace, kind: str, target: Path | None) -> int:
 
 def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
     """The vectors (n, D) of ``texts``: from the cached graph without building the PyTorch model
-    where an earlier command left what that needs (:mod:`sbert.inference.cold_start`), else by the
+    where an earlier command left what that needs (:mod:`sbert.encoder.cold_start`), else by the
     model, which then leaves it for the next command."""
-    from sbert.inference import cold_start
-    from sbert.truncation import check_dimensions
+    from sbert.embeddings.truncation import check_dimensions
+    from sbert.encoder import cold_start
 
     request = _cold_request(args, texts)
     pooled = None if request is None else cold_start.encode(request, texts)
     if pooled is not None:
-        from sbert.encode_output import EncodeOutput
+        from sbert.encoder.output import EncodeOutput
 
         if args.dimensions is not None:
             check_dimensions(args.dimensions, pooled.shape[1], f"model {args.model or DEFAULT_MODEL}'s")
@@ -200,11 +200,11 @@ def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
 
 
 def _cold_request(args: argparse.Namespace, texts: list[str]) -> ColdRequest | None:
-    """What :mod:`~sbert.inference.cold_start` keys its entries on, or ``None`` where the command
+    """What :mod:`~sbert.encoder.cold_start` keys its entries on, or ``None`` where the command
     asks for what only the model does (a pooling or prompt of its own, calibration, a progress bar)."""
-    from sbert.hub import resolve_model_path
-    from sbert.inference.cold_start import ColdRequest
-    from sbert.options import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.encoder.cold_start import ColdRequest
+    from sbert.encoder.hub import resolve_model_path
 
     bar = args.show_progress_bar or (
         args.show_progress_bar is None and len(texts) >= PROGRESS_BAR_MIN_SENTENCES
@@ -222,7 +222,7 @@ def _cold_request(args: argparse.Namespace, texts: list[str]) -> ColdRequest | N
 def _run_store(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from sbert.outputs import claim_output
+    from sbert.base.outputs import claim_output
     from sbert.store.manifest import STORE
 
     # the rule and the lock are for local paths; a URI is checked by existing_store alone

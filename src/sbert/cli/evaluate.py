@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
     from tqdm.auto import tqdm
 
-    from sbert import __version__
+    from sbert._version import __version__
+    from sbert.base.files import write_text_atomic
     from sbert.cli.common import load_model
     from sbert.data.paths import resolve_data_dir
     from sbert.evaluation import paper
@@ -94,7 +95,6 @@ def run(args: argparse.Namespace) -> int:
     from sbert.evaluation.senteval import TransferSettings
     from sbert.evaluation.senteval_validation import SentEvalSettings
     from sbert.evaluation.tables import format_report
-    from sbert.files import write_text_atomic
 
     if args.suite == "retrieval":
         return run_retrieval(args)
@@ -155,7 +155,7 @@ def _with_prefixes(
     encoders: dict[str, Encoder], label: str, dim: int, dimensions: list[int]
 ) -> dict[str, Encoder]:
     """The model's row, then one row per prefix length (Matryoshka), from one encoding of each sentence."""
-    from sbert.truncation import PrefixViews
+    from sbert.embeddings.truncation import PrefixViews
 
     views = PrefixViews(encoders[label], dim)
     prefixes = {f"{label} @ {d} dims": views.view(d) for d in dict.fromkeys(dimensions) if d != dim}

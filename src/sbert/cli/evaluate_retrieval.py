@@ -44,10 +44,10 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
 def run_retrieval(args: argparse.Namespace) -> int:
     import json
 
+    from sbert.base.files import write_text_atomic
     from sbert.cli.common import load_model
     from sbert.data.beir import load_retrieval_set
     from sbert.evaluation.retrieval import embed_set, search_and_score, write_run
-    from sbert.files import write_text_atomic
 
     if args.dataset is None:
         raise ValueError(f"sbert evaluate retrieval needs a BEIR folder or one of {', '.join(PROXY_SETS)}")

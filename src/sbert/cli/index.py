@@ -12,9 +12,10 @@ from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_mod
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
-    from sbert.identity import ModelIdentity
+    from sbert.embeddings.identity import ModelIdentity
+    from sbert.encoder.model import SentenceEncoder
     from sbert.index import VectorIndex
+    from sbert.index.options import IndexOptions
 
 KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.index
 
@@ -84,22 +85,27 @@ def add_text_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from sbert.base.outputs import claim_output
     from sbert.index.files import INDEX
-    from sbert.outputs import claim_output
 
     with claim_output(args.output, INDEX):  # before any encoding: a wrong --output costs nothing
         return _build(args)
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
+    from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
     from sbert.index import VectorIndex, parse_bytes
+    from sbert.index.options import IndexOptions
 
     start = time.perf_counter()
-    max_memory = parse_bytes(args.max_memory) if args.max_memory else None
-    rescore = None if args.rescore == "none" else args.rescore
+    options = IndexOptions(
+        kind=args.kind,
+        rescore=None if args.rescore == "none" else args.rescore,
+        max_memory=parse_bytes(args.max_memory) if args.max_memory else None,
+        dimensions=args.dimensions,
+    )
     if args.store:
-        index = _build_from_store(args, max_memory, rescore)
+        index = _build_from_store(args, options)
         what = f"{len(index)} vectors of store {args.store}"
     else:
         texts = read_texts(args.corpus, args.format, args.column)
@@ -116,12 +122,9 @@ def _build(args: argparse.Namespace) -> int:
         index = VectorIndex.build(
             vectors,
             texts=texts,
-            kind=args.kind,
+            options=options,
             identity=resolved_identity(model, args.model),
             show_progress_bar=len(texts) >= 100_000,
-            rescore=rescore,
-            max_memory=max_memory,
-            dimensions=args.dimensions,
         )
         index.document_prompt = model.document_prompt(args.prompt_name, args.prompt)
         index.save(args.output)
@@ -137,26 +140,22 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _build_from_store(args: argparse.Namespace, max_memory: int | None, rescore: str | None) -> VectorIndex:
+def _build_from_store(args: argparse.Namespace, options: IndexOptions) -> VectorIndex:
     from sbert.index.building import StoreSource, build_index
     from sbert.store import EmbeddingStore
 
     store = EmbeddingStore.open(args.store)
     if args.model is not None or args.pooling is not None:
-        from sbert.identity import check_same_model
+        from sbert.embeddings.identity import check_same_model
 
         check_same_model(store.identity, load_model(args), f"{args.store}")
     return build_index(
         StoreSource(store),
         args.output,
-        kind=args.kind,
-        metric="cosine",
+        options=options,
         identity=store.identity,
-        rescore=rescore,
-        max_memory=max_memory,
         store_path=args.store,
         show_progress_bar=True,
-        dimensions=args.dimensions,
     )
 
 
@@ -168,8 +167,8 @@ def resolved_identity(model: SentenceEncoder, name: str | None) -> ModelIdentity
     """
     import dataclasses
 
-    from sbert.hub import resolve_model_path
-    from sbert.identity import model_identity
+    from sbert.embeddings.identity import model_identity
+    from sbert.encoder.hub import resolve_model_path
 
     identity = model_identity(model)
     if identity.source is None:

@@ -6,13 +6,13 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
+from sbert.base.options import PRECISIONS
 from sbert.cli.common import add_model_arguments, load_model
-from sbert.hub import resolve_model_path
-from sbert.options import PRECISIONS
+from sbert.encoder.hub import resolve_model_path
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
-    from sbert.prompts import Prompts
+    from sbert.encoder.model import SentenceEncoder
+    from sbert.encoder.prompts import Prompts
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

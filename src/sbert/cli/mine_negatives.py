@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sbert.base.options import MINED_FORMATS, SAMPLING_STRATEGIES, TRAINING_FORMATS
 from sbert.cli.common import add_model_arguments, load_model
 from sbert.cli.index import KINDS
-from sbert.options import MINED_FORMATS, SAMPLING_STRATEGIES, TRAINING_FORMATS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -103,8 +103,8 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sbert.base.outputs import FILE, claim_output
     from sbert.data.training_files import check_training_output
-    from sbert.outputs import FILE, claim_output
 
     check_training_output(args.output)  # before any encoding: a wrong --output costs nothing
     with claim_output(args.output, FILE):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
@@ -20,7 +20,7 @@ from sbert.data.texts import read_texts
 DEFAULT_CANDIDATES = 50
 
 if TYPE_CHECKING:
-    from sbert.applications.search import Hit
+    from sbert.embeddings.search import Hit
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sbert.applications.search import semantic_search
+    from sbert.embeddings.search import semantic_search
 
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
@@ -108,7 +108,7 @@ def check_cascade_arguments(args: argparse.Namespace) -> None:
 
 def cascade(args: argparse.Namespace) -> tuple[list[list[Hit]], dict[int, str | None]]:
     """The index's candidates re-ranked by ``--rescore-with`` (:func:`sbert.index.cascade.cascade_search`)."""
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
     from sbert.index import VectorIndex
     from sbert.index.cascade import cascade_search, check_has_texts
 
@@ -141,7 +141,7 @@ def load_model_of_index(args: argparse.Namespace) -> SentenceEncoder:
     A recorded directory is used as it is, never re-resolved as a name (a relative name read from
     another working directory could be taken for a hub id); a directory that is gone is an error.
     """
-    from sbert.errors import ModelLoadError
+    from sbert.base.errors import ModelLoadError
     from sbert.index import MANIFEST_FILE, read_manifest
 
     if args.model is None:

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     check_served_names(args.served_model_name)  # before a model is loaded
-    from sbert.server.serving_plan import check_device  # sbert.batching imports numpy: not for --help
+    from sbert.server.serving_plan import check_device  # sbert.base.batching imports numpy: not for --help
 
     check_device(args.device)
     batching = BatchSettings(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from sbert.base.options import METRICS
 from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
-from sbert.options import METRICS
 
 if TYPE_CHECKING:
-    from sbert.similarity import ArrayLike
+    from sbert.embeddings.similarity import ArrayLike
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if len(args.sentences) < 2:
         raise ValueError("give at least two sentences to compare")
-    from sbert.similarity import similarity_function
+    from sbert.embeddings.similarity import similarity_function
 
     model = load_model(args)
     vectors = model.encode(args.sentences, prompt_name=args.prompt_name, prompt=args.prompt)

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_data_argument, add_progress_arguments
-from sbert.hub import DEFAULT_MODEL
+from sbert.encoder.hub import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     from sbert.training.recipes import RecipeConfig
 
-from sbert.options import (
+from sbert.base.options import (
     CONCATENATION_PARTS,
     FILE_LOSSES,
     PAPER_CONCATENATION,
@@ -248,7 +248,7 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
 
 def _run_distributed(config: RecipeConfig, args: argparse.Namespace) -> int:
     """One process of a ``torchrun`` launch: join the others, train, and report errors with the rank."""
-    from sbert.distributed import (
+    from sbert.base.distributed import (
         DistributedError,
         distributed_device,
         join_process_group,

@@ -26,10 +26,10 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
-from sbert.errors import ModelLoadError
-from sbert.model_io import read_json
+from sbert.base.errors import ModelLoadError
+from sbert.base.files import read_json
+from sbert.encoder.st_surface import ST_BACKENDS
 from sbert.modules.transformer import load_fast_tokenizer, quiet_transformers
-from sbert.st_surface import ST_BACKENDS
 
 logger = logging.getLogger("sbert")
 

@@ -13,8 +13,10 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from sbert import __version__
-from sbert.batching import length_sorted_batches
+from sbert._version import __version__
+from sbert.base.batching import length_sorted_batches
+from sbert.base.files import replace_dir, staging_dir
+from sbert.base.inputs import check_max_seq_length
 from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
 from sbert.cross_encoder.loading import (
     Activation,
@@ -27,18 +29,20 @@ from sbert.cross_encoder.loading import (
 )
 from sbert.cross_encoder.ranking import RankMethods
 from sbert.cross_encoder.scores import activated, as_pairs, converted
-from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES
-from sbert.files import replace_dir, staging_dir
-from sbert.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.inference.cpu import this_cpu
-from sbert.inference.planning import Planning
-from sbert.inference.runner import RunOptions
+from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
+from sbert.inference.cpu import CpuCapabilities
+from sbert.inference.plan import EnginePlan
+from sbert.inference.planning import Planned, Planning
+from sbert.inference.precision import ComputeBackend, ComputePrecision
+from sbert.inference.runner import Runner, RunOptions
 from sbert.inference.runners import Runners
 from sbert.modules.transformer import default_max_seq_length
 
 logger = logging.getLogger("sbert")
 
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+PAIR_LEAST = 3  # the shortest max_seq_length a pair fits in: [CLS] and two [SEP]
 
 
 class _Engine:
@@ -47,11 +51,9 @@ class _Engine:
 
     def __init__(self, parts: EngineParts) -> None:
         self.parts = parts
-        # The head stands in for Pooling: called on token vectors and mask, with an output_dim.
-        self.runners = Runners(parts.transformer, parts.head, [])  # type: ignore[arg-type]
 
 
-class CrossEncoder(Planning, RankMethods, nn.Module):
+class CrossEncoder(RankMethods, nn.Module):
     """One transformer reading a sentence pair, with a regression or classification head.
 
     Built as sentence-transformers' ``CrossEncoder`` is, from a name or path, or from a loaded
@@ -101,33 +103,43 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
     ) -> None:
         super().__init__()
         check_st_options(st_options, backend)
+        for value in (max_length, max_seq_length):  # before a folder is read; its own value below
+            check_max_seq_length(value, None, name or str(model_name_or_path), least=PAIR_LEAST)
+        max_seq_length = max_seq_length if max_length is None else max_length
         saved_activation = None
         if isinstance(model_name_or_path, str | Path):
-            loaded = load_folder(resolve_model_path(model_name_or_path), num_labels, label_names)
+            path = resolve_model_path(model_name_or_path)
+            loaded = load_folder(path, num_labels, label_names)
             model, tokenizer = loaded.model, loaded.tokenizer
-            max_seq_length = max_length or max_seq_length or loaded.max_seq_length
+            check_max_seq_length(loaded.max_seq_length, None, str(path), least=PAIR_LEAST)
+            max_seq_length = loaded.max_seq_length if max_seq_length is None else max_seq_length
             saved_activation, name = loaded.activation, name or str(model_name_or_path)
         elif not isinstance(model_name_or_path, PreTrainedModel) or tokenizer is None:
             raise TypeError(constructor_error(model_name_or_path))
         else:
-            model, max_seq_length = model_name_or_path, max_length or max_seq_length
+            model = model_name_or_path
+        if max_seq_length is None:
+            max_seq_length = default_max_seq_length(model, tokenizer)
         self.model = model
         self.tokenizer = tokenizer
-        self.name = name or "unnamed"
+        parts = engine_parts(model, tokenizer, max_seq_length)
+        # What the engines run (a BERT classifier's; others run PyTorch float32): the head stands in
+        # for Pooling, called on token vectors and mask, with an output_dim.
+        self.planning = Planning(
+            parts.transformer if parts else None,  # type: ignore[arg-type]
+            parts.head if parts else None,  # type: ignore[arg-type]
+            [],
+            name or "unnamed",
+        )
         self._accepts_token_types = "token_type_ids" in tokenizer.model_input_names
         self.activation_fn: Activation = (
             activation_fn or saved_activation or st_default_activation(self.num_labels)
         )
         self._activation_chosen = activation_fn is not None or saved_activation is not None
         self._max_seq_length = 0
-        parts = engine_parts(model, tokenizer, max_seq_length or default_max_seq_length(model, tokenizer))
         self._engine = _Engine(parts) if parts is not None else None
-        self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
-        self.cpu_capabilities = this_cpu()
+        self.max_seq_length = max_seq_length
         self.requested_precision, self.requested_backend = precision, backend
-        self.calibration_sentences: Sequence[str] | None = None
-        self._plans = {}
-        self._failures = []
         self.eval()
         if isinstance(model_name_or_path, str | Path) or device is not None:
             self.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -171,28 +183,50 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
             return
         super().__setattr__(name, value)
 
+    # What logits() runs on the CPU, as SentenceEncoder names it (Planned: self.planning's).
+    name = Planned[str]()
+    requested_precision = Planned[ComputePrecision]()
+    requested_backend = Planned[ComputeBackend]()
+    cpu_capabilities = Planned[CpuCapabilities]()
+    calibration_sentences = Planned[Sequence[str] | None]()
+    plan = Planned[EnginePlan]()
+    precision = Planned[str]()
+    backend = Planned[str]()
+    packs = Planned[bool]()
+
     @property
-    def input_module(self) -> Any:  # type: ignore[override]
+    def input_module(self) -> Any:
         """The runners' input module (:class:`~sbert.cross_encoder.engine.PairTransformer`)."""
         return self._engine.parts.transformer if self._engine else None
 
     @property
-    def pooling(self) -> Any:  # type: ignore[override]
+    def pooling(self) -> Any:
         """The classifier head in pooling's place (:class:`~sbert.cross_encoder.engine.PairHead`)."""
         return self._engine.parts.head if self._engine else None
 
     @property
-    def runners(self) -> Runners:  # type: ignore[override]
+    def runners(self) -> Runners:
         assert self._engine is not None, "only a BERT classifier runs on the engines"
-        return self._engine.runners
+        return self.planning.runners
 
     @property
-    def layers(self) -> Any:  # type: ignore[override]
+    def layers(self) -> Any:
         return []
 
     @property
     def is_static(self) -> bool:
         return False
+
+    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
+        """Ask for another compute precision or backend; returns the plan that now runs."""
+        return self.planning.set_precision(precision, backend)
+
+    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
+        """What :meth:`logits` runs on the CPU when asked for ``precision`` on ``backend``."""
+        return self.planning.plan_for(precision, backend)
+
+    def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
+        return self.planning.runner(plan, pack)
 
     @property
     def max_seq_length(self) -> int:
@@ -201,11 +235,8 @@ class CrossEncoder(Planning, RankMethods, nn.Module):
 
     @max_seq_length.setter
     def max_seq_length(self, value: int) -> None:
-        if not isinstance(value, int) or value < 3:
-            raise ValueError(
-                f"max_seq_length must be an int of at least 3 ([CLS] and two [SEP]), got {value!r}"
-            )
-        self._max_seq_length = value
+        check_max_seq_length(value, None, self.name, least=PAIR_LEAST, required=True)
+        self._max_seq_length = value = int(value)
         if self._engine is not None:
             self._engine.parts.transformer.max_seq_length = value
 

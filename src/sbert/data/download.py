@@ -42,6 +42,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from sbert.base.files import atomic_path
+from sbert.base.outputs import OutputKind, claiming
 from sbert.data.sources import (  # noqa: F401 (the table is part of this module's interface)
     BEIR_DIR,
     BEIR_SETS,
@@ -50,8 +52,6 @@ from sbert.data.sources import (  # noqa: F401 (the table is part of this module
     SOURCES,
     Source,
 )
-from sbert.files import atomic_path
-from sbert.outputs import OutputKind, claiming
 
 logger = logging.getLogger("sbert")
 
@@ -95,7 +95,7 @@ def download(
 
     Args:
         data_dir: The data directory (created if missing; a folder of other files is refused, see
-            :mod:`sbert.outputs`).
+            :mod:`sbert.base.outputs`).
         datasets: Names from :data:`DATASETS` (default: :data:`DEFAULT_DATASETS`, the paper's; BEIR's
             ``SciFact`` and ``NFCorpus`` only when named).
         mirror: Base URL holding every file under its base name (default: ``$SBERT_DATA_MIRROR``,

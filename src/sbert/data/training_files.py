@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sbert.base.options import TRAINING_FORMATS
 from sbert.data.readers import DataFormatError
 from sbert.data.records import LabeledPair, NegativesTuple, ScoredPair, Triplet
-from sbert.options import TRAINING_FORMATS
 
 logger = logging.getLogger("sbert")
 
@@ -252,7 +252,7 @@ def write_training_file(
         >>> read_triplets(path)
         [Triplet(anchor='a', positive='b', negative='c')]
     """
-    from sbert.files import write_text_atomic
+    from sbert.base.files import write_text_atomic
 
     path = Path(path)
     fmt = _format(path, fmt)

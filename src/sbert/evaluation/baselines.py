@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from sbert.batching import length_sorted_batches
-from sbert.encoder import PROGRESS_BAR_MIN_SENTENCES, SentenceEncoder
-from sbert.inputs import check_texts
+from sbert.base.batching import length_sorted_batches
+from sbert.base.inputs import check_texts
+from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES, SentenceEncoder
 from sbert.modules.pooling import Pooling
 
 # GloVe 6B was trained on Stanford-tokenized, lower-cased text: words keep inner hyphens, dots and

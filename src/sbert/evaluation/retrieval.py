@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sbert.contracts import RetrievalEncoder
+from sbert.base.contracts import RetrievalEncoder
 from sbert.data.beir import RetrievalSet
 
 # The cuts reported; each metric follows trec_eval's definition of the same name.
@@ -143,7 +143,7 @@ def search_and_score(
     """Search the embedded queries exactly (``index_kind=None``) or through a
     :class:`~sbert.index.VectorIndex` of that kind, and score the ranked lists.
     ``dimensions`` keeps only the first so many of each vector (a Matryoshka model's prefix)."""
-    from sbert.applications.search import semantic_search
+    from sbert.embeddings.search import semantic_search
 
     full = embedded.documents.shape[1]
     if dimensions is not None and not 1 <= dimensions <= full:

@@ -40,7 +40,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sbert.contracts import Encoder
+from sbert.base.contracts import Encoder
 from sbert.data.records import LabeledPair, LabeledSentence
 from sbert.data.transfer import (
     BINARY_TASK_FILES,

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from sbert.contracts import Encoder
+from sbert.base.contracts import Encoder
 from sbert.data.records import ScoredPair
-from sbert.similarity import PAIRWISE
+from sbert.embeddings.similarity import PAIRWISE
 
 
 class SimilarityEvaluator:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from torch import Tensor
 
-from sbert.contracts import Encoder
+from sbert.base.contracts import Encoder
 from sbert.data.readers import read_stsb
 from sbert.data.records import ScoredPair
 from sbert.data.sts import STS_SUBSETS, read_sick, read_sts

@@ -2,6 +2,7 @@
 
 - :mod:`~sbert.index.kinds`: the kinds, their memory formulas and ``kind="auto"``;
 - :mod:`~sbert.index.vector_index`: :class:`VectorIndex` (build, search, save, load);
+- :mod:`~sbert.index.options`: :class:`IndexOptions`, how both builders build;
 - :mod:`~sbert.index.building`: building from an embedding store in bounded memory;
 - :mod:`~sbert.index.files`: the directory's files and their checks.
 """
@@ -24,6 +25,7 @@ from sbert.index.kinds import (
     memory_bytes,
     parse_bytes,
 )
+from sbert.index.options import IndexOptions
 from sbert.index.recall import recall_at_k
 from sbert.index.vector_index import METRICS, VectorIndex
 
@@ -38,6 +40,7 @@ __all__ = [
     "RESCORE_FILE",
     "Choice",
     "IndexLoadError",
+    "IndexOptions",
     "VectorIndex",
     "choose_kind",
     "default_params",

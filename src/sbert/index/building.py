@@ -24,16 +24,16 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.files import staging_dir
-from sbert.identity import ModelIdentity
+from sbert.base.files import staging_dir
+from sbert.base.outputs import claiming
+from sbert.embeddings.quantization import QuantizationRanges, dequantize_embeddings
+from sbert.embeddings.truncation import check_dimensions, truncate_embeddings
 from sbert.index import files
 from sbert.index.files import IDS_FILE, RESCORE_FILE
 from sbert.index.kinds import choose_kind
+from sbert.index.options import IndexOptions
 from sbert.index.rescoring import RescoreWriter
 from sbert.index.vector_index import VectorIndex
-from sbert.outputs import claiming
-from sbert.quantization import QuantizationRanges, dequantize_embeddings
-from sbert.truncation import check_dimensions, truncate_embeddings
 
 TRAIN_SAMPLE = 160_000  # vectors IVF and PQ train on (39 per list at FAISS's 4096), drawn at random
 CALIBRATION_SAMPLE = 20_000  # vectors that fix the int8 rescoring ranges
@@ -158,16 +158,11 @@ class TruncatedSource:
 def build_index(
     source: VectorSource,
     output: str | Path,
-    kind: str = "auto",
-    metric: str = "cosine",
-    params: dict[str, int] | None = None,
-    identity: ModelIdentity | None = None,
-    rescore: str | None = "int8",
-    max_memory: int | None = None,
+    *,
+    options: IndexOptions | None = None,
     store_path: str | Path | None = None,
     batch_rows: int = 65_536,
-    show_progress_bar: bool = False,
-    dimensions: int | None = None,
+    **settings: Any,
 ) -> VectorIndex:
     """Build and save an index of every vector of ``source`` at ``output``, in bounded memory.
 
@@ -177,21 +172,17 @@ def build_index(
     Args:
         source: The vectors (:class:`ArraySource`, :class:`StoreSource`).
         output: The index directory; replaced atomically once the new one is complete.
-        kind: An index kind or ``"auto"`` (by size and ``max_memory``; the reason is in ``choice``).
-        metric: As for :class:`VectorIndex`.
-        params: As for :class:`VectorIndex`.
-        identity: As for :class:`VectorIndex`.
-        rescore: As for :class:`VectorIndex`.
-        max_memory: Bytes the index may take when served (``kind="auto"`` only).
+        options: How it is built (:class:`~sbert.index.options.IndexOptions`: kind, metric, params,
+            identity, rescore, max_memory, show_progress_bar, dimensions), as for
+            :meth:`VectorIndex.build`; each may also be given by keyword, which wins.
         store_path: The store the texts are looked up in (recorded as an absolute path).
         batch_rows: Vectors added per step.
-        show_progress_bar: A bar over the vectors added.
-        dimensions: Index only the first so many of each vector, unit length again (the manifest
-            records the model's full size as ``truncated_from``).
 
     Returns:
         The saved index, loaded back from ``output``.
     """
+    options = IndexOptions.of(options, settings)
+    kind, metric, identity, dimensions = options.kind, options.metric, options.identity, options.dimensions
     store = source.store if isinstance(source, StoreSource) else None
     full = source.dim
     if dimensions is not None and dimensions != full:
@@ -199,8 +190,10 @@ def build_index(
     count, dim, output = len(source), source.dim, Path(output)
     if count == 0:
         raise ValueError("the source holds no vectors: there is nothing to index")
-    choice = choose_kind(count, dim, max_memory) if kind == "auto" else None
-    index = VectorIndex(dim, choice.kind if choice else kind, metric, None, params, identity, rescore, count)
+    choice = choose_kind(count, dim, options.max_memory) if kind == "auto" else None
+    index = VectorIndex(
+        dim, choice.kind if choice else kind, metric, None, options.params, identity, options.rescore, count
+    )
     index.texts, index.store_path = None, str(Path(store_path).resolve()) if store_path else None
     index.truncated_from = full if dim < full else None
     if store is not None:
@@ -228,7 +221,7 @@ def build_index(
         del sample
         filled = 0
         with tqdm(
-            total=count, desc=f"Indexing ({index.kind})", unit="vec", disable=not show_progress_bar
+            total=count, desc=f"Indexing ({index.kind})", unit="vec", disable=not options.show_progress_bar
         ) as bar:
             for batch_ids, vectors in source.batches(batch_rows):
                 prepared = index._prepare(vectors)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.applications.search import Hit, as_numpy
-from sbert.contracts import RetrievalEncoder
-from sbert.similarity import ArrayLike
+from sbert.base.contracts import RetrievalEncoder
+from sbert.embeddings.search import Hit, as_numpy
+from sbert.embeddings.similarity import ArrayLike
 
 if TYPE_CHECKING:
     from sbert.index import VectorIndex
@@ -55,7 +55,7 @@ def cascade_search(
         batch_size: The rescorer's batch size.
 
     Returns:
-        One list per query of :class:`~sbert.applications.search.Hit`, best first by the
+        One list per query of :class:`~sbert.embeddings.search.Hit`, best first by the
         rescorer's cosine (its score), equal scores by corpus id, lower first.
 
     Raises:
@@ -125,7 +125,7 @@ def rerank(
         batch_size: The rescorer's batch size.
 
     Returns:
-        One list per query of :class:`~sbert.applications.search.Hit` ``(corpus_id, cosine)``.
+        One list per query of :class:`~sbert.embeddings.search.Hit` ``(corpus_id, cosine)``.
 
     Raises:
         ValueError: as many queries as candidate lists not given, or a candidate without a text.

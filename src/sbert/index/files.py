@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.contracts import Encoder
-from sbert.errors import ModelLoadError
+from sbert.base.contracts import Encoder
+from sbert.base.errors import ModelLoadError
+from sbert.base.files import read_json
 from sbert.index.kinds import COMPRESSED_KINDS, INDEX_KINDS
 
 if TYPE_CHECKING:
-    from sbert.identity import ModelIdentity
-from sbert.outputs import OutputKind, read_json
+    from sbert.embeddings.identity import ModelIdentity
+from sbert.base.outputs import OutputKind
 
 FORMAT_VERSION = 2
 FAISS_FILE, IDS_FILE, CORPUS_FILE, MANIFEST_FILE = "index.faiss", "ids.npy", "corpus.jsonl", "manifest.json"
@@ -90,7 +91,7 @@ def file_record(path: Path) -> dict[str, Any]:
 
 
 def _is_index(folder: Path) -> bool:
-    manifest = read_json(folder / MANIFEST_FILE)
+    manifest = read_json(folder / MANIFEST_FILE, or_none=True)
     return isinstance(manifest, dict) and manifest.get("format") == "sbert-index"
 
 
@@ -162,8 +163,8 @@ def commit(staging: Path, path: Path, faiss_index: Any, fields: dict[str, Any]) 
     """
     import faiss
 
-    from sbert import __version__
-    from sbert.model_io import replace_dir
+    from sbert._version import __version__
+    from sbert.base.files import replace_dir
 
     faiss_file = staging / FAISS_FILE
     try:
@@ -227,8 +228,8 @@ def read_faiss(path: Path, manifest: dict[str, Any], expected_class: str) -> Any
 
 def read_rescore(path: Path, manifest: dict[str, Any]) -> Any:
     """The memory-mapped rescoring vectors, checked against the manifest."""
+    from sbert.embeddings.quantization import QuantizationRanges
     from sbert.index.rescoring import RescoreVectors
-    from sbert.quantization import QuantizationRanges
 
     rescore_file = path / RESCORE_FILE
     record = manifest.get("files", {}).get(RESCORE_FILE)
@@ -256,10 +257,10 @@ def check_model(manifest: dict[str, Any], model: str | Encoder | None, path: Pat
     """Refuse an index made with another model, pipeline or dimension; return the recorded identity.
 
     A ``SentenceEncoder`` is checked by the fingerprint of its weights and pipeline
-    (:func:`sbert.identity.check_same_model`): the same weights under another name pass, mean pooling
+    (:func:`sbert.embeddings.identity.check_same_model`): the same weights under another name pass, mean pooling
     against CLS pooling does not. A name (or a model object without weights) is checked by name.
     """
-    from sbert.identity import ModelIdentity, check_same_model
+    from sbert.embeddings.identity import ModelIdentity, check_same_model
 
     where = str(path / MANIFEST_FILE)
     identity = ModelIdentity.from_dict(manifest["identity"], where) if manifest.get("identity") else None

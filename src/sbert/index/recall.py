@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sbert.applications.search import Hit, as_numpy, semantic_search
+from sbert.embeddings.search import Hit, as_numpy, semantic_search
+from sbert.embeddings.similarity import ArrayLike
 from sbert.index.vector_index import VectorIndex
-from sbert.similarity import ArrayLike
 
 
 def recall_at_k(

@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from sbert.quantization import QuantizationRanges, dequantize_embeddings, quantize_codes
+from sbert.embeddings.quantization import QuantizationRanges, dequantize_embeddings, quantize_codes
 
 RESCORE_PRECISIONS = ("float32", "float16", "int8")
 

@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from sbert.applications.search import Hit, as_numpy
-from sbert.contracts import Encoder
-from sbert.files import staging_dir
-from sbert.identity import ModelIdentity
+from sbert.base.contracts import Encoder
+from sbert.base.files import staging_dir
+from sbert.base.outputs import claiming
+from sbert.embeddings.identity import ModelIdentity
+from sbert.embeddings.quantization import QuantizationRanges
+from sbert.embeddings.search import Hit, as_numpy
+from sbert.embeddings.similarity import ArrayLike
+from sbert.embeddings.truncation import truncate_embeddings
 from sbert.index import files
 from sbert.index.files import (
     CORPUS_FILE,
@@ -30,11 +34,8 @@ from sbert.index.kinds import (
     faiss_class,
     make_faiss_index,
 )
+from sbert.index.options import IndexOptions
 from sbert.index.rescoring import RescoreVectors, rescore
-from sbert.outputs import claiming
-from sbert.quantization import QuantizationRanges
-from sbert.similarity import ArrayLike
-from sbert.truncation import truncate_embeddings
 
 METRICS = ("cosine", "dot")
 
@@ -50,7 +51,7 @@ class VectorIndex:
         metric: ``"cosine"`` (vectors are normalised on the way in, then inner product) or ``"dot"``.
         model_name: The name of the model that made the vectors.
         params: FAISS parameters (see :func:`~sbert.index.kinds.default_params`).
-        identity: The model's identity (:func:`sbert.identity.model_identity`); :meth:`load` with a
+        identity: The model's identity (:func:`sbert.embeddings.identity.model_identity`); :meth:`load` with a
             model refuses any other model or pipeline.
         rescore: Compressed kinds: the precision candidates are re-scored in, ``"int8"`` (default,
             scores within ~1e-2 of float32), ``"float16"``, ``"float32"`` (exact scores) or ``None``
@@ -106,38 +107,38 @@ class VectorIndex:
         embeddings: ArrayLike,
         texts: Sequence[str] | None = None,
         ids: Sequence[int] | np.ndarray | None = None,
-        kind: str = "auto",
-        metric: str = "cosine",
+        *,
         model_name: str | None = None,
-        params: dict[str, int] | None = None,
-        show_progress_bar: bool = False,
-        identity: ModelIdentity | None = None,
-        rescore: str | None = "int8",
-        max_memory: int | None = None,
-        dimensions: int | None = None,
+        options: IndexOptions | None = None,
+        **settings: Any,
     ) -> VectorIndex:
         """Make an index of ``embeddings`` (n, dim) held in memory (for a store on disk see
         :func:`~sbert.index.building.build_index`).
 
+        How it is built is :class:`~sbert.index.options.IndexOptions`, as ``options`` or by keyword
+        (``kind=``, ``metric=``, ``params=``, ``identity=``, ``rescore=``, ``max_memory=``,
+        ``show_progress_bar=``, ``dimensions=``; a keyword wins over ``options``).
         ``kind="auto"`` picks by size and ``max_memory`` (bytes; :func:`choose_kind`), and records why
         in ``index.choice``. IVF kinds train their centroids on the vectors given. ``dimensions``
         keeps the first so many of each vector, unit length again (a Matryoshka model's prefix).
         """
+        options = IndexOptions.of(options, settings)
+        kind, dimensions = options.kind, options.dimensions
         vectors = as_numpy(embeddings)
         full = vectors.shape[-1]
         if dimensions is not None:
             vectors = truncate_embeddings(vectors, dimensions)
         if vectors.ndim != 2 or len(vectors) == 0:
             raise ValueError(f"build needs a non-empty (n, dim) matrix, got shape {vectors.shape}")
-        choice = choose_kind(len(vectors), vectors.shape[1], max_memory) if kind == "auto" else None
+        choice = choose_kind(len(vectors), vectors.shape[1], options.max_memory) if kind == "auto" else None
         index = cls(
             vectors.shape[1],
             choice.kind if choice else kind,
-            metric,
+            options.metric,
             model_name,
-            params,
-            identity,
-            rescore,
+            options.params,
+            options.identity,
+            options.rescore,
             count=len(vectors),
         )
         index.choice = choice.reason if choice else None
@@ -147,7 +148,7 @@ class VectorIndex:
         if index.rescore_precision is not None:
             ranges = QuantizationRanges.from_vectors(prepared) if index.rescore_precision == "int8" else None
             index.rescore_vectors = RescoreVectors.in_memory(prepared[:0], index.rescore_precision, ranges)
-        index.add(vectors, texts, ids, show_progress_bar=show_progress_bar)
+        index.add(vectors, texts, ids, show_progress_bar=options.show_progress_bar)
         return index
 
     def __len__(self) -> int:
@@ -314,7 +315,7 @@ class VectorIndex:
 
     @claiming("path", files.INDEX)
     def save(self, path: str | Path) -> None:
-        """Write the index directory atomically (temporary directory, then rename); see :mod:`sbert.outputs`."""
+        """Write the index directory atomically (temporary directory, then rename); see :mod:`sbert.base.outputs`."""
         path = Path(path)
         staging = staging_dir(path)
         try:
@@ -365,7 +366,7 @@ class VectorIndex:
         Raises:
             IndexLoadError: a file is missing, corrupt or inconsistent (the message names it), or the model
                 does not match (the message names both sides).
-            sbert.identity.ModelMismatchError: the model's pooling, layers or weights differ.
+            sbert.embeddings.identity.ModelMismatchError: the model's pooling, layers or weights differ.
         """
         path = Path(path)
         manifest = files.read_manifest(path / MANIFEST_FILE)

@@ -14,14 +14,12 @@ float32 1.9e-6). The embeddings' LayerNorm runs in float32 on the float32 embedd
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch.optim.optimizer import register_optimizer_step_post_hook
 from transformers import PreTrainedModel
 
 
@@ -117,55 +115,6 @@ class FastBert:
                 x + F.linear(up, layer.down_weight, layer.down_bias), (hidden,), *layer.norm2, self.eps
             )
         return x.float()
-
-
-def parameter_version(model: torch.nn.Module) -> tuple[object, ...]:
-    """Changes whenever a parameter is replaced or updated in place (an optimizer step, ``load_state_dict``).
-
-    Fused optimizers (``AdamW(fused=True)``) update weights without bumping the tensors' version
-    counters, so 64 evenly spaced entries of each parameter are part of the fingerprint too: a step
-    moves them all. Reading whole tensors would cost every ``encode()`` call a pass over the weights;
-    the samples are gathered in one ``cat`` (0.7 ms a call for all-MiniLM-L6-v2, against 1.9 ms for
-    a sum per parameter).
-    """
-    params = list(model.parameters())  # the Parameter objects themselves: a detached view has a new id
-    with torch.no_grad():
-        samples = torch.cat([p.detach().reshape(-1)[:: max(1, p.numel() // 64)].float() for p in params])
-    return tuple((id(p), p.data_ptr(), p._version) for p in params), samples.cpu().numpy().tobytes()
-
-
-def weights_version(model: torch.nn.Module) -> tuple[object, ...]:
-    """Changes whenever a parameter is replaced or updated in place, read on the host alone: no
-    device work and no wait for the device, so a GPU's ``encode()`` can ask it on every call.
-
-    A parameter's identity, storage and version counter see ``load_state_dict``, ``.to()``, ``+=``
-    under ``no_grad`` and the loop and foreach optimizers. Fused optimizers (``AdamW(fused=True)``,
-    sbert's trainer's and transformers' default) update without bumping version counters, so every
-    ``optimizer.step()`` of the process is counted too (a step hook, registered once; it changes
-    nothing the step computes): weights converted before a step are never reused after it. Not seen:
-    writes through ``.data``, which autograd does not see either (``with torch.no_grad():
-    p.copy_(...)`` is seen). :func:`parameter_version` also samples the values (a read of the
-    weights: on a GPU, a copy to the host that waits for the device).
-    """
-    _count_optimizer_steps()
-    return _optimizer_steps[0], tuple((id(p), p.data_ptr(), p._version) for p in model.parameters())
-
-
-_optimizer_steps = [0]  # optimizer steps taken in this process since the hook was registered
-_hook_lock = threading.Lock()
-_hooked: list[object] = []
-
-
-def _count_optimizer_steps() -> None:
-    if _hooked:
-        return
-    with _hook_lock:
-        if not _hooked:
-
-            def counted(optimizer: object, args: object, kwargs: object) -> None:
-                _optimizer_steps[0] += 1
-
-            _hooked.append(register_optimizer_step_post_hook(counted))
 
 
 def _norm(layer_norm: Any, dtype: torch.dtype) -> tuple[Tensor, Tensor]:

@@ -1,21 +1,26 @@
 """What ``encode()`` runs on a model: the compute precision and backend asked for, the plan made from
 them once per device and CPU (:mod:`sbert.inference.plan`), the runner that plan names, with the
 next-best plan where a runner fails, and the run of the prompted texts through it.
-:class:`~sbert.SentenceEncoder` has these through :class:`Planning`.
+
+:class:`~sbert.SentenceEncoder` (and :class:`~sbert.CrossEncoder`) holds one :class:`Planning`, made
+for its modules, as ``model.planning``, and calls it; the model's own names for it (``model.plan``,
+``model.precision``, ``model.requested_backend = ...``) are :class:`Planned` attributes that read and
+set the planning's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Any, Generic, TypeVar, overload
 
 import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from sbert.inference.cpu import CpuCapabilities
-from sbert.inference.cuda_pipeline import CudaPipeline
+from sbert.base.inputs import valid_utf8
+from sbert.inference.cpu import CpuCapabilities, this_cpu
+from sbert.inference.cuda.pipeline import CudaPipeline
 from sbert.inference.packing import packable
 from sbert.inference.plan import EnginePlan, Failure, PlanRequest, make_plan
 from sbert.inference.precision import (
@@ -28,44 +33,60 @@ from sbert.inference.precision import (
 from sbert.inference.runner import Runner, RunOptions
 from sbert.inference.runners import RunnerFailed, Runners, evaluating
 from sbert.inference.steps import check_finite
-
-if TYPE_CHECKING:
-    from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
+from sbert.modules import Pooling, StaticEmbedding, Tokenized, Transformer
 
 logger = logging.getLogger("sbert")
 
+T = TypeVar("T")
+
 
 class Planning:
-    """The compute side of an encoder: what was asked for, what runs, and why.
+    """The compute side of one model's modules: what was asked for, what runs, and why.
 
-    Mixed into :class:`~sbert.SentenceEncoder`, whose modules (``input_module``, ``pooling``) and
-    ``runners`` the plans are made for.
+    Args:
+        input_module: The Transformer or static token table that turns token ids into vectors.
+        pooling: Token vectors → sentence vector (a static table pools by itself).
+        layers: The layers after pooling (the model's own list: a layer added later is run too).
+        name: The model's name, for messages.
+
+    Examples:
+        >>> from sbert import SentenceEncoder
+        >>> model = SentenceEncoder.from_pretrained(device="cpu", precision="float32")
+        >>> planning = model.planning
+        >>> planning.plan.precision, planning.device.type, planning.plan is model.plan
+        ('float32', 'cpu', True)
     """
 
-    name: str
-    input_module: Transformer | StaticEmbedding
-    pooling: Pooling
-    layers: nn.ModuleList
-    runners: Runners
-    cpu_capabilities: CpuCapabilities
-    calibration_sentences: Sequence[str] | None
-    _plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan]
-    _failures: list[Failure]
-    _requested_precision: ComputePrecision
-    _requested_backend: ComputeBackend
+    def __init__(
+        self,
+        input_module: Transformer | StaticEmbedding,
+        pooling: Pooling,
+        layers: Iterable[nn.Module],
+        name: str = "unnamed",
+    ) -> None:
+        self.name = name
+        self.input_module, self.pooling, self.layers = input_module, pooling, layers
+        self.runners = Runners(input_module, pooling, layers)  # and what they keep
+        # The plans are made for this CPU's capabilities; tests simulate others.
+        self.cpu_capabilities: CpuCapabilities = this_cpu()
+        # A table lookup and a mean gain nothing from lower precision or another engine.
+        self.requested_precision = "float32" if self.is_static else "auto"
+        self.requested_backend = "torch" if self.is_static else "auto"
+        self.calibration_sentences: Sequence[str] | None = None  # mixed, int8; None: the bundled set
+        self._plans: dict[tuple[str, str, str, CpuCapabilities], EnginePlan] = {}
+        self._failures: list[Failure] = []  # runners that failed here: plans go around them
 
-    if TYPE_CHECKING:  # the encoder's own properties, which the plans read
+    @property
+    def is_static(self) -> bool:
+        """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
+        return isinstance(self.input_module, StaticEmbedding)
 
-        @property
-        def is_static(self) -> bool: ...
-
-        @property
-        def device(self) -> torch.device: ...
-
-        @property
-        def max_seq_length(self) -> int: ...
-
-        def token_ids(self, sentences: Sequence[str]) -> Tokenized: ...
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are, so where ``encode()`` runs: the one place it is read. The plans
+        are made for it and carry it (``plan.device``, where the runners read it); it is read each
+        time a plan is asked for, so a model moved by ``.to()`` is planned anew where it now is."""
+        return next(self.input_module.parameters()).device
 
     @property
     def requested_precision(self) -> ComputePrecision:
@@ -88,7 +109,7 @@ class Planning:
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
         """Ask for another compute precision or backend; returns the plan that now runs.
 
-        ``precision`` is the compute precision, as in :meth:`from_pretrained` (sentence-transformers
+        ``precision`` is the compute precision, as in ``from_pretrained`` (sentence-transformers
         has no such method; its ``encode(precision=...)`` is the output precision).
 
         Examples:
@@ -146,10 +167,11 @@ class Planning:
             fixed=self.is_static,
             failures=tuple(self._failures),
         )
-        key = (request.precision, request.backend, str(self.device), self.cpu_capabilities)
+        device = self.device
+        key = (request.precision, request.backend, str(device), self.cpu_capabilities)
         plan = self._plans.get(key)
         if plan is None:
-            plan = make_plan(request, self.cpu_capabilities, self.device)
+            plan = make_plan(request, self.cpu_capabilities, device)
             for line in plan.fallbacks:
                 warn_once(line)
             self._plans[key] = plan
@@ -159,12 +181,13 @@ class Planning:
         network = getattr(self.input_module, "model", None)
         return frozenset(p for p in ("float32", "bfloat16") if network is not None and packable(network, p))
 
-    def _encode_plan(self, precision: str | None) -> EnginePlan:
+    def encode_plan(self, precision: str | None) -> EnginePlan:
+        """The plan ``encode(compute_precision=precision)`` runs (``None``: the requested precision)."""
         if self.is_static and precision not in (None, "auto", "float32"):
             raise ValueError(f"a static model computes in float32, not {precision!r}")
         return self.plan_for(self.requested_precision if precision is None else precision)
 
-    def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
+    def runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
         """The runner the plan names; where one fails, the next-best plan's (said once)."""
         while True:
             try:
@@ -186,17 +209,26 @@ class Planning:
         if not ids:
             raise ValueError("encode_token_ids needs at least one input")
         options = options or RunOptions()
-        plan, runner = self._runner(self._encode_plan(None), options.pack)
+        plan, runner = self.runner(self.encode_plan(None), options.pack)
         with evaluating([self.input_module, self.pooling, *self.layers]):  # a padded fallback's modules
             embeddings = runner.run(ids, options, lambda done: None)
         check_finite(embeddings, plan)
         return embeddings
 
-    def _run(
+    def token_ids(self, sentences: Sequence[str]) -> Tokenized:
+        """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
+        try:
+            return self.input_module.tokenize(sentences)
+        except TypeError:
+            # The Rust tokenizer rejects strings that are not valid UTF-8 (lone surrogates):
+            # replace those characters rather than fail on text a user cannot easily see.
+            return self.input_module.tokenize([valid_utf8(s) for s in sentences])
+
+    def run(
         self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool
     ) -> tuple[EnginePlan, Tensor]:
         """Vectors (n, dim) of the prompted texts by the runner the plan names, and the plan that ran."""
-        plan, runner = self._runner(plan, options.pack)
+        plan, runner = self.runner(plan, options.pack)
         truncated: list[int] = []  # appended to from the GPU pipeline's tokenizing threads
 
         def ids_of(chunk: Sequence[str]) -> Sequence[Sequence[int]]:
@@ -218,6 +250,37 @@ class Planning:
                 "%d of %d inputs were longer than max_seq_length=%d tokens and were truncated",
                 sum(truncated),
                 len(texts),
-                self.max_seq_length,
+                self.input_module.max_seq_length,
             )
         return plan, embeddings
+
+
+class Planned(Generic[T]):
+    """A model's attribute that is its planning's: ``model.precision`` reads ``model.planning.precision``,
+    ``model.requested_backend = "torch"`` sets ``model.planning.requested_backend`` (one without a
+    setter there cannot be set). The model keeps its flat names; the state and the work are the planning's.
+
+    Examples:
+        >>> class Model:
+        ...     precision = Planned[str]()
+        ...     def __init__(self, planning):
+        ...         self.planning = planning
+        >>> from types import SimpleNamespace
+        >>> Model(SimpleNamespace(precision="float32")).precision
+        'float32'
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attribute = name
+
+    @overload
+    def __get__(self, model: None, owner: type) -> Planned[T]: ...
+    @overload
+    def __get__(self, model: object, owner: type) -> T: ...
+    def __get__(self, model: object, owner: type) -> Planned[T] | T:
+        if model is None:
+            return self
+        return getattr(model.planning, self.attribute)  # type: ignore[attr-defined,no-any-return]
+
+    def __set__(self, model: object, value: Any) -> None:
+        setattr(model.planning, self.attribute, value)  # type: ignore[attr-defined]

@@ -8,8 +8,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sbert.base.options import BACKENDS, PRECISIONS, choice
 from sbert.inference.cpu import CpuCapabilities, this_cpu
-from sbert.options import BACKENDS, PRECISIONS, choice
 
 if TYPE_CHECKING:  # torch loads only when a device is asked about: the CLI's --help stays fast
     import torch

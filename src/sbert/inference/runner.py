@@ -1,7 +1,7 @@
 """What every runner is: token ids → pooled sentence vectors, batched as one ``encode()`` call asks.
 
 The contract on its own floor, so the CPU runners (:mod:`sbert.inference.runners`) and the GPU
-pipeline (:mod:`sbert.inference.cuda_pipeline`) both import it and neither imports the other's.
+pipeline (:mod:`sbert.inference.cuda.pipeline`) both import it and neither imports the other's.
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor, nn
 
-from sbert.batching import length_sorted_batches
-from sbert.inference.cuda_pipeline import DTYPES, CudaPipeline, PipelineOptions
-from sbert.inference.fast_bert import FastBert, parameter_version, supports, weights_version
-from sbert.inference.openvino_engine import OpenVinoEngine
+from sbert.base.batching import length_sorted_batches
+from sbert.base.weights import parameter_version, weights_version
+from sbert.inference.cuda.pipeline import DTYPES, CudaPipeline, PipelineOptions
+from sbert.inference.fast_bert import FastBert, supports
+from sbert.inference.openvino.engine import OpenVinoEngine
 from sbert.inference.packing import MAX_PASS_TOKENS, packed_passes
 from sbert.inference.plan import ANY_PRECISION, EnginePlan, Failure
 from sbert.inference.precision import CALIBRATED, ComputeBackend, warn_once
@@ -65,9 +66,9 @@ def evaluating(modules: Sequence[nn.Module]) -> Iterator[None]:
             module.train(mode)
 
 
-def on_cuda(module: nn.Module) -> bool:
-    """Whether the module's weights are on a CUDA device (where ``encode()`` runs the GPU pipeline)."""
-    return next(module.parameters()).device.type == "cuda"
+def on_cuda(device: str) -> bool:
+    """Whether a plan's device (``plan.device``) is a CUDA device, where ``encode()`` runs the GPU pipeline."""
+    return torch.device(device).type == "cuda"
 
 
 def _training(module: nn.Module) -> bool:
@@ -86,14 +87,20 @@ class TorchRunner:
     """PyTorch on padded, length-sorted batches (float32, or bf16 through FastBert or autocast)."""
 
     def __init__(
-        self, transformer: Transformer, pooling: Pooling, layers: Iterable[nn.Module], forward: Forward
+        self,
+        transformer: Transformer,
+        pooling: Pooling,
+        layers: Iterable[nn.Module],
+        forward: Forward,
+        device: torch.device,
     ):
         self.transformer, self.pooling, self.layers, self.forward = transformer, pooling, layers, forward
+        self.device = device  # the plan's: where the weights are
 
     def run(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
     ) -> Tensor:
-        device = next(self.transformer.parameters()).device
+        device = self.device
         out: Tensor | None = None
         with evaluating([self.transformer, self.pooling, *self.layers]), torch.inference_mode():
             for batch in _batches(ids, options):
@@ -191,10 +198,12 @@ class Runners:
         module = self.input_module
         if isinstance(module, StaticEmbedding):
             return StaticRunner(module, self.layers)
-        if plan.backend == ComputeBackend.TORCH and on_cuda(module):
+        if plan.backend == ComputeBackend.TORCH and on_cuda(plan.device):
             return self._cuda_pipeline(plan.precision, module)
         if plan.backend == ComputeBackend.TORCH:
-            return TorchRunner(module, self.pooling, self.layers, self._torch_forward(plan.precision, module))
+            device = torch.device(plan.device)
+            forward = self._torch_forward(plan.precision, module, device)
+            return TorchRunner(module, self.pooling, self.layers, forward, device)
         engine = self._openvino(plan, name, calibration, module)
         packed = pack and plan.packs
         if packed and (failure := engine.packed_failure()):
@@ -203,12 +212,12 @@ class Runners:
         return OpenVinoRunner(engine, self.layers, packed)
 
     def _cuda_pipeline(self, precision: str, transformer: Transformer) -> CudaPipeline:
-        """The GPU pipeline (:mod:`sbert.inference.cuda_pipeline`) for ``precision``, built again
-        whenever the weights or the device have changed (its weights are converted copies). The
-        weights' key is read on the host (:func:`~sbert.inference.fast_bert.weights_version`): a
-        value read here would make every call wait for the device."""
-        device = next(transformer.parameters()).device
-        key = (precision, str(device), weights_version(transformer.model), self.pipeline_options)
+        """The GPU pipeline (:mod:`sbert.inference.cuda.pipeline`) for ``precision``, built again
+        whenever the weights have changed, a move to another device included (its weights are
+        converted copies). The weights' key is read on the host
+        (:func:`~sbert.base.weights.weights_version`, whose storage pointers change with ``.to()``):
+        a value read here would make every call wait for the device."""
+        key = (precision, weights_version(transformer.model), self.pipeline_options)
         if self.pipeline is None or self.pipeline[0] != key:
             layers = self.layers
             pipeline = CudaPipeline(
@@ -221,7 +230,7 @@ class Runners:
             self.pipeline = (key, pipeline)
         return self.pipeline[1]
 
-    def _torch_forward(self, precision: str, transformer: Transformer) -> Forward:
+    def _torch_forward(self, precision: str, transformer: Transformer, device: torch.device) -> Forward:
         """bf16 on CPU runs FastBert (weights converted once; 1.7-2× faster than autocast on the
         measured CPU); other models and CUDA use autocast around the float32 module."""
         pooling = self.pooling
@@ -233,7 +242,6 @@ class Runners:
         if precision == "float32":
             return float32
         network = transformer.model
-        device = next(transformer.parameters()).device
         if device.type == "cpu" and supports(network):
             version = parameter_version(network)
             if self.fast is None or self.fast[0] != version:
@@ -294,11 +302,13 @@ class Runners:
         return engine
 
     def reference_pooled(self, ids: Sequence[Sequence[int]]) -> Tensor:
-        """Pooled vectors (n, hidden) of token ids by PyTorch in float32: what a compiled graph must give."""
+        """Pooled vectors (n, hidden) of token ids by PyTorch in float32: what a compiled graph must give.
+
+        OpenVINO runs on the CPU only (a plan for another device never names it), so the weights are
+        there, as the collated features are."""
         transformer = self.input_module
         assert isinstance(transformer, Transformer)
-        device = next(transformer.parameters()).device
-        features = {key: value.to(device) for key, value in transformer.collate(ids).items()}
+        features = transformer.collate(ids)
         with evaluating([transformer, self.pooling]), torch.inference_mode():
             token_embeddings = transformer(features)  # (batch, seq, hidden)
             return self.pooling(token_embeddings, features["attention_mask"]).float().cpu()

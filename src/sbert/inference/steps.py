@@ -1,5 +1,5 @@
 """The steps of ``SentenceEncoder.encode()`` around its runner: the options checked before any engine
-is built, and the vectors checked finite before the output step (:mod:`sbert.encode_output`)."""
+is built, and the vectors checked finite before the output step (:mod:`sbert.encoder.output`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
+from sbert.base.inputs import check_count
 from sbert.inference.plan import EnginePlan
 from sbert.inference.runner import RunOptions
-from sbert.inputs import check_count
 
 
 def run_options(

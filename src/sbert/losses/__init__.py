@@ -5,6 +5,7 @@ The paper's three: :class:`SoftmaxLoss` (classification), :class:`CosineMSELoss`
 :class:`CachedMultipleNegativesRankingLoss`), :class:`CoSENTLoss`, and :class:`MatryoshkaLoss` around any of them.
 """
 
+from sbert.base.options import TRIPLET_DISTANCES
 from sbert.losses.base import SentenceLoss
 from sbert.losses.cached_multiple_negatives import CachedMultipleNegativesRankingLoss
 from sbert.losses.cosent import CoSENTLoss
@@ -13,7 +14,6 @@ from sbert.losses.matryoshka import MatryoshkaLoss
 from sbert.losses.multiple_negatives import MultipleNegativesRankingLoss
 from sbert.losses.softmax import CONCATENATION_PARTS, PAPER_CONCATENATION, SoftmaxLoss
 from sbert.losses.triplet import TripletLoss
-from sbert.options import TRIPLET_DISTANCES
 
 __all__ = [
     "CONCATENATION_PARTS",

@@ -12,8 +12,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.distributed import Distributed, gather_with_grad
-from sbert.encoder import SentenceEncoder
+from sbert.base.distributed import Distributed, gather_with_grad
+from sbert.encoder.model import SentenceEncoder
 
 
 def example_texts(example: Any) -> tuple[str, ...]:

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sbert.distributed import Distributed
-from sbert.encoder import SentenceEncoder
+from sbert.base.distributed import Distributed
+from sbert.encoder.model import SentenceEncoder
 from sbert.losses.base import example_texts
 from sbert.losses.multiple_negatives import MultipleNegativesRankingLoss
 

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.model import SentenceEncoder
 from sbert.losses.base import SentenceLoss
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.encoder import SentenceEncoder
+from sbert.embeddings.similarity import cosine_matrix
+from sbert.encoder.model import SentenceEncoder
 from sbert.losses.base import SentenceLoss
-from sbert.similarity import cosine_matrix
 
 
 class MultipleNegativesRankingLoss(SentenceLoss):

@@ -8,12 +8,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.data.records import NLI_LABELS
-from sbert.encoder import SentenceEncoder
-from sbert.losses.base import SentenceLoss
-
 # The features the classifier can see; Table 6 of the paper ablates their combinations.
-from sbert.options import CONCATENATION_PARTS, PAPER_CONCATENATION
+from sbert.base.options import CONCATENATION_PARTS, PAPER_CONCATENATION
+from sbert.data.records import NLI_LABELS
+from sbert.encoder.model import SentenceEncoder
+from sbert.losses.base import SentenceLoss
 
 
 class SoftmaxLoss(SentenceLoss):

@@ -7,9 +7,9 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from sbert.encoder import SentenceEncoder
+from sbert.base.options import TRIPLET_DISTANCES, choice
+from sbert.encoder.model import SentenceEncoder
 from sbert.losses.base import SentenceLoss
-from sbert.options import TRIPLET_DISTANCES, choice
 
 
 def euclidean_distance(a: Tensor, b: Tensor) -> Tensor:

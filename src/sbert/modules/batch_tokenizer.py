@@ -10,7 +10,7 @@ encoding itself for short sentences. A :class:`BatchTokenizer` holds its own cop
 configured once and never changed, and encodes without offsets: 12.0k → 24.5k sentences/s on one
 thread, 43.8k on two (AMD EPYC, 2 cores, STSb test ×8, all-MiniLM-L6-v2's tokenizer, 2026-11-26,
 ``benchmarks/tokenizing.py``); its threads scale with the cores, which the GPU pipeline needs
-(:meth:`~sbert.inference.cuda_pipeline.CudaPipeline.run_texts`).
+(:meth:`~sbert.inference.cuda.pipeline.CudaPipeline.run_texts`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
+
+from sbert.base.errors import ModelLoadError
+from sbert.base.files import read_json
+from sbert.modules.module import Module, write_json
 
 # Activations a saved config may name. A fixed table, never an import of an arbitrary class path,
 # so that loading a model directory runs no code it names.
@@ -15,7 +24,7 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 }
 
 
-class Dense(nn.Module):
+class Dense(Module):
     """``activation(W · u + b)`` applied to every sentence vector.
 
     Args:
@@ -30,6 +39,9 @@ class Dense(nn.Module):
         >>> dense(torch.zeros(2, 384)).shape
         torch.Size([2, 128])
     """
+
+    st_type = "sentence_transformers.models.Dense"
+    config_keys = ("in_features", "out_features", "bias", "activation_function")
 
     def __init__(
         self,
@@ -50,7 +62,7 @@ class Dense(nn.Module):
         # embeddings: (batch, in_features) → (batch, out_features)
         return self.activation(self.linear(embeddings))
 
-    def config(self) -> dict[str, object]:
+    def config(self) -> dict[str, Any]:
         """The sentence-transformers ``Dense`` config.json."""
         return {
             "in_features": self.in_features,
@@ -67,3 +79,27 @@ class Dense(nn.Module):
             bias=bool(config.get("bias", True)),
             activation=str(config.get("activation_function", "torch.nn.modules.activation.Tanh")),
         )
+
+    @classmethod
+    def load(cls, folder: Path, **options: Any) -> Dense:
+        """Read ``config.json`` and the weights (``model.safetensors``; sentence-transformers' older
+        ``pytorch_model.bin`` is read with ``weights_only=True``, which refuses pickled code)."""
+        dense = cls.from_config(read_json(folder / cls.config_file_name))
+        weights = folder / "model.safetensors"
+        try:
+            if weights.is_file():
+                state = load_file(str(weights))
+            else:
+                weights = folder / "pytorch_model.bin"
+                state = torch.load(weights, map_location="cpu", weights_only=True)
+            dense.load_state_dict(state)
+        except FileNotFoundError as error:
+            raise ModelLoadError(f"{folder}: the Dense layer has no model.safetensors") from error
+        except Exception as error:
+            raise ModelLoadError(f"{weights}: cannot be loaded: {error}") from error
+        return dense
+
+    def save(self, folder: Path) -> None:
+        write_json(folder / self.config_file_name, self.config())
+        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
+        save_file(state, str(folder / "model.safetensors"))

@@ -4,11 +4,16 @@ mode sentence-transformers has added since)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from sbert.options import POOLING_MODES, choice
+from sbert.base.files import read_json
+from sbert.base.options import POOLING_MODES, choice
+from sbert.modules.checks import check_pooling_config
+from sbert.modules.module import Module
 
 
 def check_pooling_mode(mode: str) -> str:
@@ -16,7 +21,7 @@ def check_pooling_mode(mode: str) -> str:
     return choice(mode, POOLING_MODES, "pooling mode")
 
 
-class Pooling(nn.Module):
+class Pooling(Module):
     """Reduce a sentence's token vectors to one fixed-size vector, as sentence-transformers does.
 
     Args:
@@ -40,6 +45,18 @@ class Pooling(nn.Module):
         >>> Pooling(dim=2, mode=("cls", "lasttoken"))(tokens, mask)
         tensor([[1., 2., 3., 4.]])
     """
+
+    st_type = "sentence_transformers.models.Pooling"
+    config_keys = (
+        "word_embedding_dimension",
+        "pooling_mode_cls_token",
+        "pooling_mode_max_tokens",
+        "pooling_mode_mean_tokens",
+        "pooling_mode_mean_sqrt_len_tokens",
+        "pooling_mode_weightedmean_tokens",
+        "pooling_mode_lasttoken",
+        "include_prompt",
+    )
 
     def __init__(self, dim: int, mode: str | Sequence[str] = "mean", include_prompt: bool = True) -> None:
         super().__init__()
@@ -67,7 +84,7 @@ class Pooling(nn.Module):
         pooled = [_POOLERS[mode](token_embeddings, mask, attention_mask) for mode in self.modes]
         return pooled[0] if len(pooled) == 1 else torch.cat(pooled, dim=-1)  # (batch, output_dim)
 
-    def config(self) -> dict[str, object]:
+    def config(self) -> dict[str, Any]:
         """The sentence-transformers ``1_Pooling/config.json`` for this pooling: the
         ``pooling_mode_*`` flags every version reads, and ``pooling_mode`` itself where the modes'
         order is not the one the flags imply (only sentence-transformers 6 reads that order)."""
@@ -105,6 +122,17 @@ class Pooling(nn.Module):
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ValueError(f"{source}: word_embedding_dimension {dim!r} is not a positive whole number")
         return cls(dim=dim, mode=modes, include_prompt=bool(config.get("include_prompt", True)))
+
+    @classmethod
+    def load(cls, folder: Path, **options: Any) -> Pooling:
+        """Read ``config.json`` (its flags checked to be JSON booleans).
+
+        Raises:
+            ModelLoadError: the file is missing, not JSON, or a flag is not a boolean.
+            ValueError: no mode or an unknown one (:meth:`from_config`).
+        """
+        file = folder / cls.config_file_name
+        return cls.from_config(check_pooling_config(read_json(file), file), source=str(file))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, mode={self.mode!r}"

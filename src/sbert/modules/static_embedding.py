@@ -11,13 +11,19 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, normalizers
 from torch import Tensor, nn
 
+from sbert.base.errors import ModelLoadError
+from sbert.base.inputs import check_max_seq_length
+from sbert.modules.checks import check_finite_table
+from sbert.modules.module import Module
 from sbert.modules.transformer import Tokenized
 
 # What a static model without a token limit reports as max_seq_length (model2vec writes the same).
@@ -57,7 +63,7 @@ class FlatIds(Sequence[Sequence[int]]):
         return self.ids[self.starts[start] : self.starts[stop]], self.lengths[start:stop]
 
 
-class StaticEmbedding(nn.Module):
+class StaticEmbedding(Module):
     """A tokenizer and a (vocabulary, dim) token table whose rows a sentence averages.
 
     Args:
@@ -75,6 +81,7 @@ class StaticEmbedding(nn.Module):
         [[0.5, 0.5]]
     """
 
+    st_type = "sentence_transformers.sentence_transformer.modules.static_embedding.StaticEmbedding"
     pools = True  # its output is one vector per sentence: no Pooling module after it
 
     def __init__(
@@ -92,6 +99,36 @@ class StaticEmbedding(nn.Module):
         tokenizer.no_truncation()  # truncation is ours, so it can be counted and reported
         self.ascii_tokenizer = ascii_twin(tokenizer)
         self.limit = max_seq_length
+
+    @classmethod
+    def load(cls, folder: Path, max_seq_length: int | None = None, **options: Any) -> StaticEmbedding:
+        """Read ``tokenizer.json`` (whose truncation, if any, is the default ``max_seq_length``) and
+        the token table ``model.safetensors`` (``embedding.weight``, or model2vec's tensors)."""
+        tokenizer_file = folder / "tokenizer.json"
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as error:
+            raise ModelLoadError(f"{tokenizer_file}: cannot be read as a tokenizer: {error}") from error
+        weights = _table(folder / "model.safetensors")
+        check_finite_table(weights, folder / "model.safetensors", tokenizer)
+        if weights.shape[0] < tokenizer.get_vocab_size():
+            raise ModelLoadError(
+                f"{folder / 'model.safetensors'}: {weights.shape[0]} token vectors for a vocabulary of "
+                f"{tokenizer.get_vocab_size()} tokens"
+            )
+        limit = max_seq_length or (tokenizer.truncation or {}).get("max_length")
+        check_max_seq_length(limit, None, str(folder))
+        return cls(tokenizer, weights, max_seq_length=limit)
+
+    def save(self, folder: Path) -> None:
+        """The token table and ``tokenizer.json``, truncating at ``max_seq_length`` if set
+        (sentence-transformers truncates as the tokenizer says)."""
+        weight = self.embedding.weight.detach().cpu().contiguous()
+        save_file({"embedding.weight": weight}, str(folder / "model.safetensors"))
+        tokenizer = Tokenizer.from_str(self.tokenizer.to_str())
+        if self.limit is not None:
+            tokenizer.enable_truncation(self.limit)
+        tokenizer.save(str(folder / "tokenizer.json"))
 
     @property
     def dim(self) -> int:
@@ -185,6 +222,28 @@ class StaticEmbedding(nn.Module):
             return self.tokenizer.encode_batch_fast(fixed, add_special_tokens=False)
 
 
+def _table(file: Path) -> torch.Tensor:
+    """The (vocabulary, dim) table of ``file``: ``embedding.weight``, or model2vec's folded tensors."""
+    try:
+        state = load_file(str(file))
+    except FileNotFoundError as error:
+        raise ModelLoadError(f"{file}: missing (a static model keeps its token vectors there)") from error
+    except Exception as error:
+        raise ModelLoadError(f"{file}: cannot be loaded: {error}") from error
+    if "embedding.weight" in state:
+        return state["embedding.weight"].float()
+    if "embeddings" not in state:
+        raise ModelLoadError(
+            f"{file}: has neither 'embedding.weight' nor 'embeddings' (holds {sorted(state)})"
+        )
+    table = state["embeddings"].float()
+    if "mapping" in state:  # model2vec's vocabulary quantization: token id → row
+        table = table[state["mapping"].long()]
+    if "weights" in state:  # model2vec's per-token weights, folded in as the mean would apply them
+        table = table * state["weights"].float()[:, None]
+    return table.contiguous()
+
+
 def ascii_twin(tokenizer: Tokenizer) -> Tokenizer | None:
     """A copy of ``tokenizer`` that gives the same ids on printable ASCII text with less work, or ``None``.
 
@@ -193,7 +252,7 @@ def ascii_twin(tokenizer: Tokenizer) -> Tokenizer | None:
     keeps just the lowercasing (if any) and everything else as it was.
 
     Example:
-        >>> from sbert.hub import bundled_model_path
+        >>> from sbert.encoder.hub import bundled_model_path
         >>> bert = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
         >>> twin = ascii_twin(bert)
         >>> twin.encode("A Man, playing!").ids == bert.encode("A Man, playing!").ids

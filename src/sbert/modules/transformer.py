@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 import transformers
-from torch import Tensor, nn
+from torch import Tensor
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -23,16 +23,19 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from sbert.errors import ModelLoadError
-from sbert.model_checks import (
+from sbert.base.errors import ModelLoadError
+from sbert.base.files import read_json
+from sbert.base.inputs import check_max_seq_length
+from sbert.modules.batch_tokenizer import BatchTokenizer, ThreadTokenizers
+from sbert.modules.checks import (
     check_loading_info,
-    check_max_seq_length,
+    check_sentence_bert_config,
     check_tokenizer,
     config_failure,
     position_limit,
     tokenizer_failure,
 )
-from sbert.modules.batch_tokenizer import BatchTokenizer, ThreadTokenizers
+from sbert.modules.module import Module, write_json
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Tokenized:
         return flat.tolist() if flat is not None else [len(ids) for ids in self.ids]
 
 
-class Transformer(nn.Module):
+class Transformer(Module):
     """A Hugging Face encoder with its tokenizer: the token-level half of a sentence encoder.
 
     Args:
@@ -58,6 +61,10 @@ class Transformer(nn.Module):
         max_seq_length: Longer inputs are truncated to this many tokens (special tokens included).
         do_lower_case: Lower-case text before tokenizing (for cased models used uncased).
     """
+
+    st_type = "sentence_transformers.models.Transformer"
+    config_file_name = "sentence_bert_config.json"
+    config_keys = ("max_seq_length", "do_lower_case")
 
     def __init__(
         self,
@@ -76,6 +83,29 @@ class Transformer(nn.Module):
 
     @classmethod
     def load(
+        cls,
+        folder: str | Path,
+        max_seq_length: int | None = None,
+        do_lower_case: bool | None = None,
+        **options: Any,
+    ) -> Transformer:
+        """Load a sentence-transformers Transformer folder: a Hugging Face model directory and its
+        ``sentence_bert_config.json`` (``max_seq_length``, ``do_lower_case``), if any; the
+        arguments override the file."""
+        folder = Path(folder)
+        settings_file = folder / cls.config_file_name
+        settings = read_json(settings_file) if settings_file.is_file() else {}
+        check_sentence_bert_config(settings, folder)
+        return cls.load_pretrained(
+            folder,
+            max_seq_length=max_seq_length or settings.get("max_seq_length"),
+            do_lower_case=bool(settings.get("do_lower_case", False))
+            if do_lower_case is None
+            else do_lower_case,
+        )
+
+    @classmethod
+    def load_pretrained(
         cls, path: str | Path, max_seq_length: int | None = None, do_lower_case: bool = False
     ) -> Transformer:
         """Load a Hugging Face model directory (``config.json``, ``model.safetensors``, tokenizer files)."""
@@ -202,10 +232,12 @@ class Transformer(nn.Module):
         inputs = {key: value for key, value in features.items() if key in _MODEL_INPUTS}
         return self.model(**inputs, return_dict=True).last_hidden_state
 
-    def save(self, path: Path) -> None:
+    def save(self, folder: Path) -> None:
+        """The Hugging Face model (safetensors), its tokenizer and ``sentence_bert_config.json``."""
         with quiet_transformers():
-            self.model.save_pretrained(path, safe_serialization=True)
-        self.tokenizer.save_pretrained(path)
+            self.model.save_pretrained(folder, safe_serialization=True)
+        self.tokenizer.save_pretrained(folder)
+        write_json(folder / self.config_file_name, self.config())
 
 
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -245,7 +277,7 @@ def build_model(config: PretrainedConfig) -> PreTrainedModel:
 
 def load_fast_tokenizer(path: Path) -> PreTrainedTokenizerBase:
     """The fast (Rust) tokenizer saved in ``path``; the error names the file at fault where it can
-    be told (:func:`~sbert.model_checks.tokenizer_failure`), else the folder."""
+    be told (:func:`~sbert.modules.checks.tokenizer_failure`), else the folder."""
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as error:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sbert.contracts import ServedModel
+from sbert.base.contracts import ServedModel
 from sbert.inference.runner import RunOptions
 from sbert.server.batcher import Embedded, InputTooLong
 from sbert.server.settings import BatchSettings

@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from sbert.batching import BATCH_COST_TOKENS
+from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.inference.runner import RunOptions
 from sbert.server.serving_plan import CPU_BATCH_TOKENS
 from sbert.server.settings import BatchSettings
 from sbert.server.tokens import ArrivalTokens, Ids, TokenBudget
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 logger = logging.getLogger("sbert")
 T = TypeVar("T")
@@ -139,7 +139,7 @@ class Batcher:
         in_flight: The requests the server holds (queued, running or being answered); under
             load a batch waits up to ``settings.batch_wait_ms`` for that many.
         batch_cost_tokens: The cost of one forward pass beyond its tokens, in padded tokens (see
-            :func:`sbert.batching.cheapest_cuts`; 24 measured on a CPU), or ``None`` for batches
+            :func:`sbert.base.batching.cheapest_cuts`; 24 measured on a CPU), or ``None`` for batches
             of ``max_batch_size``. Where the model packs (``encode(pack=True)``: BERT on OpenVINO,
             float32 or bf16) rows are packed instead.
         token_budget: Batches cut as TEI's queue cuts them (the GPU pipeline; see the module's

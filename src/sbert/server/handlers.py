@@ -16,6 +16,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from sbert.embeddings.truncation import truncate_embeddings
 from sbert.server import abilities, tei
 from sbert.server.batcher import Embedded
 from sbert.server.responses import JSONResponse, embedding_values
@@ -35,7 +36,6 @@ from sbert.server.schemas import (
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
-from sbert.truncation import truncate_embeddings
 
 
 async def embeddings(request: Request) -> Response:

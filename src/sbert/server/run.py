@@ -18,8 +18,8 @@ from typing import Any
 
 import uvicorn
 
-from sbert.errors import ModelLoadError
-from sbert.inference.cuda_graphs import BATCH_BUCKETS
+from sbert.base.errors import ModelLoadError
+from sbert.inference.cuda.graphs import BATCH_BUCKETS
 from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
 from sbert.server.gate import Gate
@@ -92,7 +92,7 @@ def token_budget(model: Any, options: ServeOptions) -> TokenBudget | None:
     the pipeline then runs as one pass each (its own budget set to the same); elsewhere ``None``."""
     if not on_gpu_pipeline(model):
         return None
-    from sbert.inference.cuda_pipeline import PipelineOptions
+    from sbert.inference.cuda.pipeline import PipelineOptions
 
     tokens = options.batching.max_batch_tokens or default_batch_tokens(model)
     model.runners.pipeline_options = PipelineOptions(max_batch_tokens=tokens)

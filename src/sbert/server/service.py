@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from sbert.contracts import ServedModel
+from sbert.base.contracts import ServedModel
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
 from sbert.server.schemas import TEI_VALIDATION, APIError
 from sbert.server.serving_plan import ServingPlan, default_batch_tokens

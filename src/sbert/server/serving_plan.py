@@ -3,7 +3,7 @@ start-up and by ``/health``.
 
 On a CPU the batcher merges requests into packed or length-sorted batches of at most
 ``--max-batch-tokens`` padded tokens (8192). On CUDA the GPU pipeline
-(:mod:`sbert.inference.cuda_pipeline`) runs the batches: the batcher hands it requests in arrival
+(:mod:`sbert.inference.cuda.pipeline`) runs the batches: the batcher hands it requests in arrival
 order up to ``--max-batch-tokens`` tokens, as text-embeddings-inference's queue does (16384 by
 default, real tokens for a model it runs unpadded, sentences × longest for a padded one), and a
 small batch (a lone query) replays a CUDA graph.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sbert.batching import MAX_BATCH_TOKENS
+from sbert.base.batching import MAX_BATCH_TOKENS
 
 CPU_BATCH_TOKENS = 8192  # padded tokens of one forward pass on a CPU engine
 

@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sbert.inputs import valid_utf8
+from sbert.base.inputs import valid_utf8
 
 Ids = list[Sequence[int]]  # one row of token ids a text, special tokens (and the prompt) included
 
@@ -82,7 +82,7 @@ class ArrivalTokens:
     """
 
     def __init__(self, model: Any, threads: int | None = None) -> None:
-        from sbert.inference.cuda_pipeline import tokenizing_threads
+        from sbert.inference.cuda.pipeline import tokenizing_threads
 
         self.model = model
         self.module = model.input_module
@@ -95,7 +95,7 @@ class ArrivalTokens:
     def supports(model: Any) -> bool:
         """Whether the model's ``encode()`` is token ids from its transformer's tokenizer, then
         :meth:`~sbert.SentenceEncoder.encode_token_ids` (not a static model, not a router)."""
-        from sbert.encoder import SentenceEncoder
+        from sbert.encoder.model import SentenceEncoder
         from sbert.modules import Transformer
 
         return (

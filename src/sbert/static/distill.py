@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.model import SentenceEncoder
 from sbert.modules import Normalize
 from sbert.static.encoder import StaticEncoder
 

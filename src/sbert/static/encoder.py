@@ -18,7 +18,8 @@ import numpy as np
 from tokenizers import Tokenizer
 from torch import Tensor
 
-from sbert.encoder import SentenceEncoder
+from sbert.base.inputs import check_max_seq_length
+from sbert.encoder.model import SentenceEncoder
 from sbert.modules import Normalize, StaticEmbedding
 
 
@@ -62,5 +63,6 @@ class StaticEncoder(metaclass=_IsStatic):
             normalize: End with a Normalize layer (unit-length vectors), as a saved model may.
             name: What the model was loaded from, for display.
         """
+        check_max_seq_length(max_seq_length, None, name or "StaticEncoder")
         table = StaticEmbedding(tokenizer, weights, max_seq_length)
         return SentenceEncoder(table, layers=[Normalize()] if normalize else [], name=name)

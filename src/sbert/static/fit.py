@@ -29,9 +29,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
-from sbert.encoder import SentenceEncoder
-from sbert.files import replace_dir, staging_dir
-from sbert.identity import model_identity
+from sbert.base.files import replace_dir, staging_dir
+from sbert.embeddings.identity import model_identity
+from sbert.encoder.model import SentenceEncoder
 from sbert.modules import StaticEmbedding
 from sbert.static.distill import Projection
 

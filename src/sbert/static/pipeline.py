@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sbert.base.outputs import MODEL, claiming
 from sbert.data.texts import read_texts
-from sbert.encoder import SentenceEncoder
-from sbert.identity import model_identity
-from sbert.outputs import MODEL, claiming
+from sbert.embeddings.identity import model_identity
+from sbert.encoder.model import SentenceEncoder
 from sbert.static.distill import check_dimensions, distill_table
 from sbert.static.fit import FitConfig, fit_table
 
@@ -38,7 +38,7 @@ def distill_static(
         teacher: A model name or directory (``None``: the bundled model), or a loaded encoder.
         output: The directory to write (sentence-transformers' ``StaticEmbedding`` layout, plus
             ``distill.json``: teacher, settings, sentences, loss, time): a new path, an empty folder
-            or a model, checked before any work (see :mod:`sbert.outputs`).
+            or a model, checked before any work (see :mod:`sbert.base.outputs`).
         dimensions: Size of the token vectors (PCA of the teacher's), 2 to the teacher's size.
         corpus: Text files (one sentence a line, or JSONL/CSV/Parquet with a ``text`` column) to fit
             the table on; none: the distilled table as it is.

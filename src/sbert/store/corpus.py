@@ -21,17 +21,17 @@ import numpy as np
 from pyarrow import fs as pafs
 from tqdm.auto import tqdm
 
+from sbert.base.outputs import claiming
 from sbert.data.errors import BadLines
 from sbert.data.texts import STDIN, fingerprint_input, iter_texts, resolve_format
-from sbert.identity import ModelIdentity, check_same_model, model_identity
-from sbert.outputs import claiming
-from sbert.quantization import QuantizationRanges, quantize_codes
+from sbert.embeddings.identity import ModelIdentity, check_same_model, model_identity
+from sbert.embeddings.quantization import QuantizationRanges, quantize_codes
 from sbert.store.manifest import MANIFEST, STORE, STORE_DTYPES, StoreError
 from sbert.store.reader import EmbeddingStore
 from sbert.store.writer import ShardWriter, StoreWriter, input_digest
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 logger = logging.getLogger("sbert")
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from pyarrow import fs as pafs
 
-from sbert.outputs import OutputKind, read_json
+from sbert.base.files import read_json
+from sbert.base.outputs import OutputKind
 
 FORMAT = "sbert-embedding-store"
 VERSION = 1
@@ -25,7 +26,7 @@ def _is_store(folder: Any) -> bool:
     """A store's manifest, or a damaged one (left to :func:`read_manifest` to explain)."""
     if not (folder / MANIFEST).is_file():
         return False
-    manifest = read_json(folder / MANIFEST)
+    manifest = read_json(folder / MANIFEST, or_none=True)
     return manifest is None or (isinstance(manifest, dict) and manifest.get("format") == FORMAT)
 
 

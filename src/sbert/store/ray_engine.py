@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sbert.identity import model_identity
+from sbert.embeddings.identity import model_identity
 from sbert.store.writer import StoreWriter
 
 if TYPE_CHECKING:
-    from sbert.encoder import SentenceEncoder
+    from sbert.encoder.model import SentenceEncoder
 
 _READ_CPUS = 0.25  # reading and splitting lines is light next to encoding
 
@@ -52,8 +52,8 @@ class EncoderActor:
     ) -> None:
         import torch
 
-        from sbert import SentenceEncoder
-        from sbert.identity import ModelMismatchError
+        from sbert.embeddings.identity import ModelMismatchError
+        from sbert.encoder.model import SentenceEncoder
 
         torch.set_num_threads(threads)
         self.model = SentenceEncoder.from_pretrained(device=device, **load)

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from sbert.identity import ModelIdentity
-from sbert.quantization import QuantizationRanges
+from sbert.embeddings.identity import ModelIdentity
+from sbert.embeddings.quantization import QuantizationRanges
 from sbert.store.manifest import ShardRecord, StoreError, read_manifest, resolve_location
 from sbert.store.writer import file_sha256
 

@@ -22,8 +22,7 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from sbert.files import staging_dir
-from sbert.model_io import replace_dir
+from sbert.base.files import replace_dir, staging_dir
 
 STATE_FILE = "state.json"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sbert.contracts import Evaluator
+from sbert.base.contracts import Evaluator
 
 
 def evaluate_during_training(

@@ -7,7 +7,7 @@ splits that work in two:
 
 - :meth:`TrainingEmbedder.prepare` (host only, thread-safe): the texts' token ids, from the ids the
   loss tokenized once before training, as a batch of host tensors (pinned on CUDA), either the flat
-  form of :func:`~sbert.inference.unpadded.unpadded_batch` (BERT) or the padded features (any other
+  form of :func:`~sbert.inference.cuda.unpadded.unpadded_batch` (BERT) or the padded features (any other
   model). The trainer runs it for the next batch on a background thread (:mod:`.prefetch`) while
   the device computes this one.
 - :meth:`TrainingEmbedder.__call__`: the copy to the device (non-blocking) and the differentiable
@@ -28,9 +28,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.model import SentenceEncoder
+from sbert.inference.cuda.unpadded import UnpaddedBatch, unpadded_batch
 from sbert.inference.fast_bert import supports
-from sbert.inference.unpadded import UnpaddedBatch, unpadded_batch
 from sbert.modules.transformer import Transformer
 from sbert.training.autocast import TrainingPrecision
 from sbert.training.unpadded import to_blocks, unpadded_token_vectors, varlen_attention

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from sbert.files import atomic_path
+from sbert.base.files import atomic_path
 
 logger = logging.getLogger("sbert")
 

@@ -1,6 +1,6 @@
 """The folder a training run writes: the model, saved into it entry by entry, beside
 ``training_log.jsonl``, ``training_curve.png`` and, while the run is unfinished, ``checkpoint/``;
-and the output rule's kind for it (:mod:`sbert.outputs`), which a run claims before it writes.
+and the output rule's kind for it (:mod:`sbert.base.outputs`), which a run claims before it writes.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from sbert.files import staging_dir
-from sbert.model_io import replace_dir
-from sbert.outputs import MODEL, OutputKind, claim_output
+from sbert.base.files import replace_dir, staging_dir
+from sbert.base.outputs import MODEL, OutputKind, claim_output
 
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "training_log.jsonl"
@@ -34,7 +33,7 @@ TRAINING = OutputKind("training run", recognise=_is_training_output)
 
 
 def claim_training_output(output: str | Path) -> AbstractContextManager[Path]:
-    """:func:`~sbert.outputs.claim_output` for a training run, by the main process only (the others
+    """:func:`~sbert.base.outputs.claim_output` for a training run, by the main process only (the others
     of a distributed run write into the same folder).
 
     Examples:

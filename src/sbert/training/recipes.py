@@ -27,7 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sbert.base.files import write_text_atomic
+from sbert.base.options import (
+    PAPER_CONCATENATION,
+    RECIPES,
+    FileLoss,
+    Recipe,
+    TrainingFormat,
+    TripletDistance,
+    choice,
+)
 from sbert.cross_encoder import CrossEncoder
+from sbert.cross_encoder.evaluation import CrossEncoderEvaluator
+from sbert.cross_encoder.loss import CrossEncoderLoss
 from sbert.data import read_snli_senteval, read_stsb
 from sbert.data.beir import load_retrieval_set
 from sbert.data.nli import nli_triplets, read_nli_jsonl
@@ -38,12 +50,10 @@ from sbert.data.training_files import (
     read_scored_pairs,
     read_triplets,
 )
-from sbert.encoder import SentenceEncoder
+from sbert.encoder.hub import DEFAULT_MODEL
+from sbert.encoder.model import SentenceEncoder
 from sbert.evaluation import SimilarityEvaluator
-from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
 from sbert.evaluation.retrieval import RetrievalEvaluator
-from sbert.files import write_text_atomic
-from sbert.hub import DEFAULT_MODEL
 from sbert.losses import (
     CachedMultipleNegativesRankingLoss,
     CoSENTLoss,
@@ -53,16 +63,6 @@ from sbert.losses import (
     SentenceLoss,
     SoftmaxLoss,
     TripletLoss,
-)
-from sbert.losses.cross_encoder import CrossEncoderLoss
-from sbert.options import (
-    PAPER_CONCATENATION,
-    RECIPES,
-    FileLoss,
-    Recipe,
-    TrainingFormat,
-    TripletDistance,
-    choice,
 )
 from sbert.training.config import TrainingConfig
 from sbert.training.output_dir import CHECKPOINT_DIR, claim_training_output

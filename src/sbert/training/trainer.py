@@ -15,7 +15,7 @@ The protocol (what :class:`Trainer` needs from the objects it is given):
 
 Any loss of :mod:`sbert.losses` fits; so does a cross-encoder wrapped in a loss module.
 
-Under ``torchrun`` (see :mod:`sbert.distributed`) the same trainer runs on every rank: each
+Under ``torchrun`` (see :mod:`sbert.base.distributed`) the same trainer runs on every rank: each
 takes its share of every global batch, ``DistributedDataParallel`` averages the gradients, and rank 0
 alone evaluates, logs, writes checkpoints and saves the model.
 """
@@ -37,8 +37,8 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
-from sbert.contracts import Evaluator
-from sbert.distributed import (
+from sbert.base.contracts import Evaluator
+from sbert.base.distributed import (
     Distributed,
     DistributedError,
     check_batching,
@@ -161,7 +161,7 @@ class Trainer:
             TrainingDivergedError: the loss became NaN or infinite, or the weights exploded (the last
                 checkpoint, a good one, is kept).
             FileNotFoundError: ``resume`` without a checkpoint in ``output_dir``.
-            OutputRefusedError: ``output_dir`` holds files but no training run (see :mod:`sbert.outputs`).
+            OutputRefusedError: ``output_dir`` holds files but no training run (see :mod:`sbert.base.outputs`).
         """
         with claim_training_output(self.output_dir):
             return self._train(resume)

@@ -1,6 +1,6 @@
 """BERT's forward pass on a batch's real tokens only, differentiable, on the HF model's own parameters.
 
-The layout is :mod:`sbert.inference.unpadded`'s: every sentence's tokens end to end in one flat row
+The layout is :mod:`sbert.inference.cuda.unpadded`'s: every sentence's tokens end to end in one flat row
 ``(total, hidden)``, so the projections, the feed-forward layers and the LayerNorms (nearly all of a
 step's work, forward and backward) never touch padding. Attention, the one step that needs each
 sentence's tokens together, runs
@@ -38,7 +38,7 @@ from typing import Any
 import torch.nn.functional as F
 from torch import Tensor
 
-from sbert.inference.unpadded import UnpaddedBatch
+from sbert.inference.cuda.unpadded import UnpaddedBatch
 
 Attention = Callable[..., Tensor]
 
@@ -99,7 +99,7 @@ def to_blocks(flat: Tensor, batch: UnpaddedBatch) -> Tensor:
 
     Examples:
         >>> import torch
-        >>> from sbert.inference.unpadded import unpadded_batch
+        >>> from sbert.inference.cuda.unpadded import unpadded_batch
         >>> batch = unpadded_batch([[101, 7, 102], [101, 102]])
         >>> to_blocks(torch.tensor([1.0, 2, 3, 4, 5]), batch).tolist()
         [[1.0, 2.0, 3.0], [4.0, 5.0, 0.0]]

@@ -1,0 +1,1 @@
+"""What is done with sentence vectors once made: similarity, quantization, truncation, identity and exact search."""

@@ -1,0 +1,404 @@
+"""SentenceEncoder: text → tokens → token vectors → pooling → sentence vector.
+
+The same network embeds every sentence (the siamese / triplet networks of the paper share this one
+module), and at inference a sentence goes through alone to give its fixed-size vector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from sbert.base.inputs import as_texts, check_max_seq_length, valid_utf8
+from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+from sbert.encoder.format import read_model, write_model
+from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.encoder.output import EncodeOutput, check_devices, token_embeddings
+from sbert.encoder.prompts import PromptMethods, Prompts
+from sbert.encoder.router import RouteMethods
+from sbert.encoder.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
+from sbert.inference.cpu import CpuCapabilities
+from sbert.inference.plan import EnginePlan, PlanRequest
+from sbert.inference.planning import Planned, Planning
+from sbert.inference.precision import ComputeBackend, ComputePrecision
+from sbert.inference.runner import RunOptions
+from sbert.inference.runners import Runners, after_pooling
+from sbert.inference.steps import check_finite, prompt_length, run_options
+from sbert.modules import Pooling, Router, StaticEmbedding, Tokenized, Transformer
+
+InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
+
+
+class SentenceEncoder(
+    SentenceTransformerMethods, PromptMethods, RouteMethods, nn.Module, metaclass=LoadsByName
+):
+    """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
+    ``modules.json`` lists them.
+
+    ``sbert.SentenceTransformer`` is this class: built from a name or path (``SentenceEncoder(
+    "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
+    :meth:`from_pretrained` does, and it has sentence-transformers' methods
+    (:class:`~sbert.encoder.st_surface.SentenceTransformerMethods`; ``encode_query`` and ``encode_document``:
+    :class:`~sbert.encoder.prompts.PromptMethods`).
+
+    Args:
+        transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
+            encoder, decoder or T5 encoder with its tokenizer), or a
+            :class:`~sbert.modules.StaticEmbedding` token table (a static model, which pools by
+            itself and always runs float32 on PyTorch); or a :class:`~sbert.modules.Router`, a
+            stack per task (:class:`~sbert.encoder.router.RouteMethods`).
+        pooling: How token vectors become one sentence vector.
+        layers: Modules applied to the pooled vector, in order (after a Router: after every route).
+        name: What the model was loaded from, for display.
+
+    Attributes:
+        source: The absolute, resolved path of the directory the model was loaded from
+            (:meth:`from_pretrained`), which indexes and stores record; ``None`` for a model built
+            in memory.
+
+    Examples:
+        >>> from sbert import SentenceEncoder
+        >>> model = SentenceEncoder.from_pretrained()          # bundled all-MiniLM-L6-v2
+        >>> vectors = model.encode(["A man is playing a guitar.", "Someone plays an instrument."])
+        >>> vectors.shape
+        (2, 384)
+    """
+
+    input_module: InputModule
+
+    def __init__(
+        self,
+        transformer: InputModule | Router,
+        pooling: Pooling | None = None,
+        layers: Sequence[nn.Module] = (),
+        name: str | None = None,
+        prompts: Prompts | None = None,
+    ) -> None:
+        router, after = (transformer, layers) if isinstance(transformer, Router) else (None, ())
+        if router is not None:  # this model runs its own route's stack, and holds the others
+            transformer, pooling, layers = router.stack(router.own_route, after)
+        if not isinstance(transformer, Transformer | StaticEmbedding):
+            hint = (
+                f"; to load a model by name or path use SentenceEncoder.from_pretrained({transformer!r})"
+                if isinstance(transformer, str | Path)
+                else ""
+            )
+            raise TypeError(
+                "SentenceEncoder takes a Transformer, a StaticEmbedding or a model name or path, "
+                f"not {type(transformer).__name__}{hint}"
+            )
+        super().__init__()
+        self.input_module = transformer
+        self.pooling = pooling or Pooling(transformer.dim)
+        self.layers = nn.ModuleList(layers)
+        # What encode() runs (precision, backend, plan, runners) is this object's; the encoder calls it.
+        self.planning = Planning(self.input_module, self.pooling, self.layers, name or "unnamed")
+        self.prompts = prompts or Prompts()  # sentence-transformers' prompts and default prompt
+        self.source: str | None = None
+        self.truncate_dim: int | None = None  # encode()'s default truncate_dim (sentence-transformers')
+        if router is not None:
+            self._set_routes(router, after)
+
+    # The planning's attributes under the encoder's names (Planned: read and set on self.planning).
+    name = Planned[str]()
+    """What the model was loaded from, for display and messages."""
+    is_static = Planned[bool]()
+    """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
+    device = Planned[torch.device]()
+    """Where the weights are, so where ``encode()`` runs (:attr:`plan` carries it)."""
+    requested_precision = Planned[ComputePrecision]()
+    """The precision asked for (``auto``, ``float32``, ...; settable); :attr:`precision` is what runs."""
+    requested_backend = Planned[ComputeBackend]()
+    """The backend asked for (``auto``, ``torch``, ``openvino``; settable); :attr:`backend` is what runs."""
+    cpu_capabilities = Planned[CpuCapabilities]()
+    """The CPU the plans are made for (settable: tests simulate others)."""
+    calibration_sentences = Planned[Sequence[str] | None]()
+    """mixed and int8: the sentences that fix the activation ranges (``None``: the bundled set)."""
+    runners = Planned[Runners]()
+    """The runners of the modules and what they keep (bf16 weights, compiled graphs)."""
+    plan = Planned[EnginePlan]()
+    """What ``encode()`` runs (:attr:`Planning.plan <sbert.inference.planning.Planning.plan>`)."""
+    precision = Planned[str]()
+    """The compute precision ``encode()`` runs at (:attr:`Planning.precision <sbert.inference.planning.Planning.precision>`)."""
+    backend = Planned[str]()
+    """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
+    packs = Planned[bool]()
+    """Whether ``encode(pack=True)`` packs rows here."""
+
+    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
+        """Ask for another compute precision or backend; returns the plan that now runs (a Router
+        model: every route that runs a transformer follows; a static token table stays float32)."""
+        for encoder in self.stacks()[1:]:
+            if not encoder.is_static:
+                encoder.set_precision(precision, backend)
+        return self.planning.set_precision(precision, backend)
+
+    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
+        """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the requested one)."""
+        return self.planning.plan_for(precision, backend)
+
+    def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions | None = None) -> Tensor:
+        """Vectors (n, dim) of inputs already tokenized, by the runner ``encode()`` runs text on."""
+        return self.planning.encode_token_ids(ids, options)
+
+    @property
+    def transformer(self) -> Transformer:
+        """The input module of a transformer model (a static model has none: ``AttributeError``)."""
+        if not isinstance(self.input_module, Transformer):
+            raise AttributeError(f"{self.name} is a static model: it has a token table, not a transformer")
+        return self.input_module
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | Path | None = None,
+        pooling: str | None = None,
+        max_seq_length: int | None = None,
+        device: str | torch.device | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+        calibration_sentences: Sequence[str] | None = None,
+    ) -> SentenceEncoder:
+        """Load a model by name or path.
+
+        Args:
+            name_or_path: ``None`` or ``"all-MiniLM-L6-v2"`` for the bundled model; a local Hugging Face
+                or sentence-transformers directory; or a hub id ``org/name`` (needs internet).
+            pooling: A mode of :data:`sbert.base.options.POOLING_MODES` (``"mean"``, ``"cls"``, ``"max"``,
+                ``"lasttoken"``...); overrides the saved pooling. Plain Hugging Face models default
+                to ``"mean"``. A saved model's prompts (``config_sentence_transformers.json``) are
+                read into :attr:`prompts`.
+            max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
+            device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
+            precision: The *compute* precision, how ``encode()`` computes (not sentence-transformers'
+                output precision, ``encode(precision=...)``): ``"auto"`` (bf16 where the CPU has it
+                natively, float16 on a CUDA GPU with tensor cores, else float32; never calibrated, see
+                :attr:`precision`), ``"float32"`` (exact), ``"bfloat16"``, ``"mixed"`` (int8 on
+                the query, key and feed-forward input projections, bf16 elsewhere) or ``"int8"``
+                (every projection; the last two are static quantization and need the openvino
+                extra). ``forward()`` (training) is always float32.
+            backend: ``"auto"`` (OpenVINO on CPU when the ``openvino`` extra is installed, else
+                PyTorch), ``"torch"`` or ``"openvino"``.
+            calibration_sentences: mixed and int8: sentences that fix the activation ranges once
+                (default: a bundled set of 166 sentences of many genres). Use text like yours.
+
+        Raises:
+            ValueError: an unknown ``precision`` or ``backend`` (the message lists the choices).
+            MaxSeqLengthError: a ``max_seq_length`` that is not a whole number of at least 1, or is
+                more than the model's positions (also a ``ModelLoadError`` and a ``ValueError``).
+        """
+        request = PlanRequest.of(precision, backend)  # parsed here, once
+        name = str(name_or_path or DEFAULT_MODEL)
+        check_max_seq_length(max_seq_length, None, name)  # before a download; the folder's limit: load()
+        path = resolve_model_path(name_or_path)
+        parts = read_model(path, pooling=pooling, max_seq_length=max_seq_length)
+        model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
+        model.source = str(path)
+        model.similarity_fn_name = saved_similarity_fn_name(path)
+        model.eval()
+        transformers = [stack for stack in model.stacks() if not stack.is_static]
+        for stack in transformers:  # a table lookup gains nothing from a GPU, bf16 or OpenVINO
+            stack.requested_precision = request.precision
+            stack.requested_backend = request.backend
+            stack.calibration_sentences = calibration_sentences
+        cuda = transformers and torch.cuda.is_available()
+        return model.to(device or ("cuda" if cuda else "cpu"))
+
+    def save(self, path: str | Path) -> None:
+        """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
+        write_model(Path(path), self.saved_modules(), self.prompts)
+        self.save_similarity_fn_name(path)
+
+    @property
+    def dim(self) -> int:
+        """Size of the sentence vectors."""
+        dim = self.pooling.output_dim
+        for layer in self.layers:
+            dim = getattr(layer, "out_features", dim)
+        return dim
+
+    @property
+    def max_seq_length(self) -> int:
+        """Inputs are cut to this many tokens (special tokens included); settable (a whole number of at
+        least 1, else :class:`~sbert.base.errors.MaxSeqLengthError`)."""
+        return self.input_module.max_seq_length
+
+    @max_seq_length.setter
+    def max_seq_length(self, value: int) -> None:
+        check_max_seq_length(value, None, self.name, required=True)
+        self.input_module.max_seq_length = int(value)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The tokenizer (sentence-transformers' ``model.tokenizer``): Hugging Face's for a transformer,
+        a Rust ``tokenizers.Tokenizer`` for a static model."""
+        return self.input_module.tokenizer
+
+    def token_ids(self, sentences: Sequence[str]) -> Tokenized:
+        """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
+        return self.planning.token_ids(sentences)
+
+    def token_counts(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> list[int]:
+        """Tokens of each sentence before truncation, special tokens and the prompt included (what
+        ``encode`` with the same prompt would cut to ``max_seq_length``)."""
+        sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
+        try:
+            return self.input_module.token_counts(sentences)
+        except TypeError:  # lone surrogates, replaced as token_ids() replaces them
+            return self.input_module.token_counts([valid_utf8(s) for s in sentences])
+
+    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
+        """:meth:`forward`'s input for tokenized sentences, on the model's device (what losses call)."""
+        features = self.input_module.collate(token_ids)  # (batch, longest) each; static: flat
+        return {key: value.to(self.device) for key, value in features.items()}
+
+    def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
+        """Sentence vectors (batch, dim) of a batch from :meth:`collate`.
+
+        ``normalize=False`` skips a Normalize layer (the vectors keep their length; cosines do not change).
+        """
+        if isinstance(self.input_module, StaticEmbedding):
+            embeddings = self.input_module(features)  # (batch, dim): it pools by itself
+        else:
+            token_embeddings = self.input_module(features)  # (batch, seq, hidden)
+            embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
+        return self.after_pooling(embeddings, normalize)  # (batch, dim)
+
+    def encode(
+        self,
+        sentences: str | Iterable[str],
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        output_value: str = "sentence_embedding",
+        precision: str | None = "float32",
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        device: str | torch.device | list[str] | None = None,
+        normalize_embeddings: bool = False,
+        truncate_dim: int | None = None,
+        pool: Any = None,
+        chunk_size: int | None = None,
+        *,
+        normalize: bool = False,
+        compute_precision: str | None = None,
+        max_tokens: int | None = None,
+        batch_cost_tokens: int | None = None,
+        pack: bool = False,
+        task: str | None = None,
+    ) -> Any:
+        """Embed sentences; the output keeps the input order.
+
+        Takes sentence-transformers' ``encode`` arguments with their meaning (up to ``chunk_size``,
+        :mod:`sbert.encoder.output`), then sbert's own, by keyword. Sentences are sorted by token
+        length and each batch is padded only to its longest member (smart batching), so a
+        sentence's vector does not depend on the batch it lands in.
+
+        Args:
+            sentences: One string (returns shape ``(dim,)``) or a list of strings (``(n, dim)``).
+            prompt_name: Put the model's prompt of that name before every sentence (see
+                :attr:`prompts`); default: the model's default prompt, if it has one.
+            prompt: Put this text before every sentence (instead of any named prompt).
+            batch_size: Sentences per forward pass.
+            show_progress_bar: Default: on for inputs of 1000 sentences or more.
+            output_value: ``"sentence_embedding"``, or ``"token_embeddings"``: a list of each
+                sentence's (tokens, hidden) float32 tensors, computed in float32 on PyTorch.
+            precision: The *output* precision, as in sentence-transformers: ``"float32"``,
+                ``"int8"``/``"uint8"`` (one byte a dimension, ranges from this call's vectors) or
+                ``"binary"``/``"ubinary"`` (packed bits). Not the compute precision: see
+                ``compute_precision``.
+            convert_to_numpy: Return a numpy array; ``False``: a list of 1-d tensors.
+            convert_to_tensor: Return one ``torch.Tensor`` (wins over ``convert_to_numpy``).
+            device: Move the model to this device first (one device: sbert has no process pool).
+            normalize_embeddings: Scale every vector to unit length (after ``truncate_dim``).
+            truncate_dim: Keep the first this many dimensions (default: :attr:`truncate_dim`).
+            pool: Not available (sentence-transformers' multi-process pool); must be ``None``.
+            chunk_size: The chunk of a multi-process pool; nothing to do in one process.
+            normalize: sbert's name for ``normalize_embeddings``.
+            compute_precision: How the network computes for this call (default: the model's
+                :attr:`requested_precision`): ``"auto"``, ``"float32"``, ``"bfloat16"``,
+                ``"mixed"`` or ``"int8"`` (see :meth:`from_pretrained`).
+            max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
+                ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
+            batch_cost_tokens: What one forward pass costs beyond its padded tokens, in tokens:
+                batches are then cut to minimise padded tokens plus this per batch (helps many
+                small calls of mixed lengths on a CPU, where 24 fits; ``sbert serve`` uses it).
+                ``None``: batches of ``batch_size``.
+            pack: Put several sentences in one row of a forward pass instead of padding each to
+                the longest of its batch (:mod:`sbert.inference.packing`): the same vectors, faster
+                for a few dozen sentences of mixed lengths (what a server merges). Runs for BERT
+                models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
+                ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
+                tokens of a pass (default 8192).
+            task: sentence-transformers' task: a Router model (:class:`~sbert.encoder.router.RouteMethods`)
+                runs the route of that name; a model without routes runs its one stack for every
+                task, as sentence-transformers does.
+
+        Raises:
+            TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
+                a DataFrame, bytes, a set, ``None``...), an item is not a string (the message names
+                its index and type), or ``batch_size`` or ``max_tokens`` is not a whole number.
+            ValueError: an unknown ``precision`` (a compute precision there says to use
+                ``compute_precision``), ``compute_precision``, ``output_value`` or ``prompt_name``, a
+                prompt that alone fills ``max_seq_length``, ``batch_size`` or ``max_tokens`` below 1,
+                or ``pool``.
+
+        Examples:
+            >>> model = SentenceEncoder.from_pretrained()
+            >>> model.encode(["A man plays a guitar."], precision="ubinary").shape
+            (1, 48)
+        """
+        route = self.route(task)
+        if route is not self:  # a Router model: that route's encoder runs (with this model's prompts)
+            return route.encode(sentences, prompt_name, prompt, batch_size, show_progress_bar, output_value,
+                                precision, convert_to_numpy, convert_to_tensor, device, normalize_embeddings,
+                                truncate_dim, pool, chunk_size, normalize=normalize,
+                                compute_precision=compute_precision, max_tokens=max_tokens,
+                                batch_cost_tokens=batch_cost_tokens, pack=pack)  # fmt: skip
+        # Every check before an engine is compiled or calibrated: bad input fails at once.
+        options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
+        output = EncodeOutput(
+            output_value,
+            precision,
+            normalize or normalize_embeddings,
+            self.truncate_dim if truncate_dim is None else truncate_dim,
+            convert_to_numpy,
+            convert_to_tensor,
+        )
+        if (target := check_devices(device, pool)) is not None:
+            self.to(target)
+        plan = self.planning.encode_plan(compute_precision)
+        single = isinstance(sentences, str)
+        texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
+        if output.tokens:
+            if self.is_static:
+                raise ValueError(
+                    "a static model has no token embeddings: use output_value='sentence_embedding'"
+                )
+            vectors = token_embeddings(self, texts, batch_size)
+            return vectors[0] if single else vectors
+        embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
+        if texts:
+            if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
+                show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
+            options = replace(options, prompt_length=length)
+            plan, embeddings = self.planning.run(plan, texts, options, show_progress_bar)
+        check_finite(embeddings, plan)
+        return output.finish(embeddings, single)
+
+    def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
+        """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's
+        pooled vectors go through this one function."""
+        return after_pooling(self.layers, embeddings, normalize)
+
+
+# sentence-transformers' name: the same class (its constructor and methods are SentenceEncoder's).
+SentenceTransformer = SentenceEncoder
