@@ -104,3 +104,28 @@ def test_a_cross_encoder_refuses_it_below_three(value: int, tiny_model_dir: Path
     config.write_text(json.dumps({**json.loads(config.read_text()), "max_seq_length": value}))
     with pytest.raises(MaxSeqLengthError, match=f"saved: max_seq_length {value} is not"):
         CrossEncoder(tmp_path / "saved", device="cpu")
+
+
+@pytest.mark.parametrize("value", BAD)
+def test_the_modules_refuse_it(value: int, tiny_model_dir: Path) -> None:
+    """The modules themselves, built by hand: 0 is refused, not read as "the default" or "no limit"."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from sbert.modules import StaticEmbedding, Transformer
+
+    tokenizer = Tokenizer.from_file(str(tiny_model_dir / "tokenizer.json"))
+    table = torch.zeros(tokenizer.get_vocab_size(), 4)
+    with pytest.raises(MaxSeqLengthError, match="StaticEmbedding"):
+        StaticEmbedding(tokenizer, table, max_seq_length=value)
+    static = StaticEmbedding(tokenizer, table)
+    with pytest.raises(MaxSeqLengthError, match="StaticEmbedding.max_seq_length"):
+        static.max_seq_length = value
+    static.max_seq_length = None  # no limit, as before
+    model, hf_tokenizer = (
+        AutoModel.from_pretrained(tiny_model_dir),
+        AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    with pytest.raises(MaxSeqLengthError, match="Transformer"):
+        Transformer(model, hf_tokenizer, max_seq_length=value)
+    with pytest.raises(MaxSeqLengthError):
+        Transformer.load(tiny_model_dir, max_seq_length=value)

@@ -98,6 +98,7 @@ class StaticEmbedding(Module):
         tokenizer.no_padding()
         tokenizer.no_truncation()  # truncation is ours, so it can be counted and reported
         self.ascii_tokenizer = ascii_twin(tokenizer)
+        check_max_seq_length(max_seq_length, None, "StaticEmbedding")
         self.limit = max_seq_length
 
     @classmethod
@@ -116,7 +117,7 @@ class StaticEmbedding(Module):
                 f"{folder / 'model.safetensors'}: {weights.shape[0]} token vectors for a vocabulary of "
                 f"{tokenizer.get_vocab_size()} tokens"
             )
-        limit = max_seq_length or (tokenizer.truncation or {}).get("max_length")
+        limit = (tokenizer.truncation or {}).get("max_length") if max_seq_length is None else max_seq_length
         check_max_seq_length(limit, None, str(folder))
         return cls(tokenizer, weights, max_seq_length=limit)
 
@@ -140,6 +141,7 @@ class StaticEmbedding(Module):
 
     @max_seq_length.setter
     def max_seq_length(self, value: int | None) -> None:
+        check_max_seq_length(value, None, "StaticEmbedding.max_seq_length")  # None: no limit
         self.limit = value
 
     def tokenize(self, texts: Sequence[str]) -> Tokenized:

@@ -76,7 +76,10 @@ class Transformer(Module):
         super().__init__()
         self.model = model
         self.tokenizer = tokenizer
-        self.max_seq_length = max_seq_length or default_max_seq_length(model, tokenizer)
+        check_max_seq_length(max_seq_length, None, "Transformer")
+        self.max_seq_length = (
+            default_max_seq_length(model, tokenizer) if max_seq_length is None else max_seq_length
+        )
         self.do_lower_case = do_lower_case
         self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
         self._batch_tokenizers = ThreadTokenizers()  # a private copy per calling thread
@@ -98,7 +101,7 @@ class Transformer(Module):
         check_sentence_bert_config(settings, folder)
         return cls.load_pretrained(
             folder,
-            max_seq_length=max_seq_length or settings.get("max_seq_length"),
+            max_seq_length=settings.get("max_seq_length") if max_seq_length is None else max_seq_length,
             do_lower_case=bool(settings.get("do_lower_case", False))
             if do_lower_case is None
             else do_lower_case,
