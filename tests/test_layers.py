@@ -56,7 +56,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("sbert.modules",),  # text → tokens → token vectors → pooling → sentence vector, one module a step
     ("sbert.inference",),  # the engines that run the modules
     ("sbert.encoder",),  # the model: its modules in sequence, encode(), its on-disk format
-    ("sbert.static",),
+    ("sbert.static", "sbert.sparse"),  # the static tier; sparse encoders (SPLADE)
     ("sbert.losses",),
     ("sbert.store", "sbert.index"),
     ("sbert.evaluation",),
