@@ -119,9 +119,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         self.name = name or "unnamed"
         self.prompts = prompts or Prompts()
         self.source: str | None = None
-        self.truncate_dim: int | None = (
-            None  # what a Router's routes are given; sparse vectors keep every dim
-        )
+        # What a Router hands its routes (RouteMethods); sparse vectors keep every dimension.
+        self.truncate_dim: int | None = None
         self.cpu_capabilities: Any = None
         self.requested = PlanRequest.of("auto", "auto")
         self._similarity_fn_name: str | None = None
