@@ -187,3 +187,11 @@ def test_max_seq_length(tiny_mlm_dir: Path) -> None:
     oracle.max_seq_length = 6
     assert model.max_seq_length == 6
     assert_same_vectors(model.encode(SENTENCES), oracle.encode(SENTENCES))
+
+
+def test_built_from_modules(ours: SparseEncoder) -> None:
+    model = SparseEncoder(
+        modules=[ours.input_module, ours.pooling], device="cpu", similarity_fn_name="cosine"
+    )
+    assert model.similarity_fn_name == "cosine" and model.pooling_mode == "splade_max"
+    assert_same_vectors(model.encode(SENTENCES), ours.encode(SENTENCES))

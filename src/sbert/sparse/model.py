@@ -47,15 +47,22 @@ from sbert.sparse.vectors import keep_top_k, to_csr
 
 
 class _LoadsSparseByName(LoadsByName):
-    """``SparseEncoder("name or path", device=..., similarity_fn_name=..., max_active_dims=...)``
-    loads, as sentence-transformers' constructor does."""
+    """sentence-transformers' constructor: ``SparseEncoder("name or path", device=...,
+    similarity_fn_name=..., max_active_dims=...)`` loads; ``SparseEncoder(modules=[...])`` composes
+    sbert's modules."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else kwargs.get("model_name_or_path")
-        if not isinstance(first, str | Path):
-            return super().__call__(*args, **kwargs)
         similarity = kwargs.pop("similarity_fn_name", None)
-        model = super().__call__(*args, **kwargs)
+        if isinstance(first, str | Path):
+            model = super().__call__(*args, **kwargs)
+        elif not args and "modules" in kwargs:
+            first, *rest = kwargs.pop("modules")
+            device = kwargs.pop("device", None)
+            model = super().__call__(first, None, rest, **kwargs)
+            model = model.to(device) if device is not None else model
+        else:
+            model = super().__call__(*args, **kwargs)
         if similarity is not None:
             model.similarity_fn_name = similarity
         return model
@@ -202,10 +209,10 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
     vocab_size = dim
 
     def get_embedding_dimension(self) -> int:
+        """:attr:`dim` (sentence-transformers' name; ``get_sentence_embedding_dimension`` too)."""
         return self.dim
 
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.dim
+    get_sentence_embedding_dimension = get_embedding_dimension
 
     @property
     def is_static(self) -> bool:
@@ -353,11 +360,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         finish(scipy.sparse.csr_matrix((0, 1), dtype=np.float32), False, sparse_format)  # checks the format
         if (target := check_devices(device, pool)) is not None:
             self.to(target)
-        single = isinstance(sentences, str)
-        texts = as_texts(sentences)
-        text = self.prompts.resolve(prompt_name, prompt)
-        if text:
-            texts = [text + sentence for sentence in texts]
+        single, text = isinstance(sentences, str), self.prompts.resolve(prompt_name, prompt)
+        texts = [(text or "") + sentence for sentence in as_texts(sentences)]
         length = self._prompt_length(text)
         ids = self.input_module.tokenize(texts).ids
         order = np.argsort([-len(row) for row in ids], kind="stable")  # longest first
