@@ -104,13 +104,18 @@ class FusedSpladeHead:
         order = torch.argsort(sizes, descending=True, stable=True)
         with torch.inference_mode():
             tokens = self.transform(hidden.float()).to(self.dtype)  # (tokens, hidden)
+            in_order = bool((order == torch.arange(len(order))).all())  # encode()'s batches are sorted
             for group in _chunks(sizes[order].tolist(), CHUNK_TOKENS):
                 rows = order[group]
-                out[rows] = self._pool(tokens, starts[rows], sizes[rows])
+                if in_order:
+                    self._pool(tokens, starts[rows], sizes[rows], out[group])
+                else:
+                    out[rows] = self._pool(tokens, starts[rows], sizes[rows])
         return out
 
-    def _pool(self, tokens: Tensor, starts: Tensor, sizes: Tensor) -> Tensor:
-        """Vectors ``(sentences, vocab)`` of the sentences whose tokens start at ``starts``, block by block.
+    def _pool(self, tokens: Tensor, starts: Tensor, sizes: Tensor, pooled: Tensor | None = None) -> Tensor:
+        """Vectors ``(sentences, vocab)`` of the sentences whose tokens start at ``starts``, block by
+        block, written into ``pooled`` where given.
 
         The sentences' tokens are laid out ``(sentences, longest)``; a padding slot repeats the
         sentence's first token, which leaves its max unchanged and is masked out of its sum. The
@@ -123,7 +128,8 @@ class FusedSpladeHead:
         rows = tokens[index.reshape(-1)]  # (sentences · longest, hidden)
         shape = (len(sizes), longest, -1)
         weights = real.to(torch.float32)[:, None, :]  # (sentences, 1, longest), for sum
-        pooled = torch.empty((len(sizes), self.vocab_size), dtype=torch.float32)
+        if pooled is None:
+            pooled = torch.empty((len(sizes), self.vocab_size), dtype=torch.float32)
         for begin in range(0, self.vocab_size, VOCAB_BLOCK):
             end = min(begin + VOCAB_BLOCK, self.vocab_size)
             products = torch.mm(rows, self.weight[:, begin:end]).view(shape)  # (sentences, longest, block)
