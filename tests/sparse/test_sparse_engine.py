@@ -45,7 +45,9 @@ def test_float32_equals_sentence_transformers(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("strategy", ["max", "sum"])
-def test_bf16_within_the_documented_bound(tiny_mlm_dir: Path, tmp_path: Path, backend: str, strategy: str) -> None:
+def test_bf16_within_the_documented_bound(
+    tiny_mlm_dir: Path, tmp_path: Path, backend: str, strategy: str
+) -> None:
     path = save_st_splade(tiny_mlm_dir, tmp_path / "model", strategy)
     model = SparseEncoder.from_pretrained(path, device="cpu", precision="bfloat16", backend=backend)
     model.cpu_capabilities = BF16_AND_VNNI  # planned as on a CPU with native bf16, wherever this runs

@@ -121,7 +121,9 @@ def assert_same_decoded(ours: list, theirs: list) -> None:  # type: ignore[type-
     """The same tokens in the same order, weights within 1e-5 (one vector's pairs or a list of them)."""
     flat = [pairs if isinstance(pairs, list) else [pairs] for pairs in (ours, theirs)]
     rows = [[row] if row and isinstance(row[0], tuple) else row for row in flat]
-    assert [[token for token, _ in row] for row in rows[0]] == [[token for token, _ in row] for row in rows[1]]
+    assert [[token for token, _ in row] for row in rows[0]] == [
+        [token for token, _ in row] for row in rows[1]
+    ]
     weights = [[weight for row in side for _, weight in row] for side in rows]
     assert weights[0] == pytest.approx(weights[1], abs=1e-5)
 

@@ -25,11 +25,11 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.weights import parameter_version
+from sbert.inference.cpu import this_cpu
 from sbert.inference.fast_bert import FastBert, supports
 from sbert.inference.openvino import graph_cache
 from sbert.inference.openvino.runtime import host_logging_kept, import_openvino, keep_signal_stack
 from sbert.inference.packing import packable, packed_passes, pass_feeds
-from sbert.inference.cpu import this_cpu
 from sbert.inference.plan import EnginePlan, PlanRequest, make_plan
 from sbert.inference.precision import ComputeBackend, warn_once
 from sbert.inference.probe import UnfaithfulGraph, check_probe, probe_texts
@@ -93,7 +93,9 @@ def model_plan(model: Any) -> EnginePlan:
         plan = sparse_plan(model.requested, model.input_module, cpu, device)
         if plan.precision in FAST_PRECISIONS:
             return plan
-        warn_once(f"{model.name}: sparse vectors compute in float32 or bf16, not {plan.precision}; float32 runs")
+        warn_once(
+            f"{model.name}: sparse vectors compute in float32 or bf16, not {plan.precision}; float32 runs"
+        )
     exact = PlanRequest(model.requested.precision, model.requested.backend, fixed=True)
     return make_plan(exact, cpu, device)
 
@@ -152,7 +154,9 @@ class SparseEngine:
             ValueError: a plan this engine does not run (another device, a calibrated precision).
         """
         if plan.precision not in FAST_PRECISIONS or torch.device(plan.device).type != "cpu":
-            raise ValueError(f"the sparse engine runs {FAST_PRECISIONS} on the CPU, not {plan.precision} on {plan.device}")
+            raise ValueError(
+                f"the sparse engine runs {FAST_PRECISIONS} on the CPU, not {plan.precision} on {plan.device}"
+            )
         precision = str(plan.precision)
         head = self._cached("head", precision, lambda: FusedSpladeHead(
             self.mlm.model, self.pooling.pooling_strategy, self.pooling.activation_function, DTYPES[precision]
@@ -181,13 +185,17 @@ class SparseEngine:
         """The body on one padded batch by PyTorch; the real tokens' vectors ``(tokens, hidden)``."""
         features = self.mlm.collate(ids)  # (batch, longest) each
         mask = features["attention_mask"]
-        body = self.mlm.body
+        body: Any = self.mlm.body  # a Hugging Face PreTrainedModel (BertModel...)
         with torch.inference_mode():
             if precision == "bfloat16" and supports(body):
                 fast = self._cached("fast", precision, lambda: FastBert(body, torch.bfloat16))
                 states = fast(features["input_ids"], mask)  # (batch, seq, hidden)
             else:
-                inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+                inputs = {
+                    k: v
+                    for k, v in features.items()
+                    if k in ("input_ids", "attention_mask", "token_type_ids")
+                }
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
                     states = body(**inputs, return_dict=True).last_hidden_state.float()
             return states[mask.bool()], [len(row) for row in ids]
@@ -196,12 +204,16 @@ class SparseEngine:
         """The compiled packed body for the plan's precision, or ``None`` (said once) where it failed."""
         precision = str(plan.precision)
         try:
-            return self._cached("openvino", precision, lambda: PackedBodyGraph(self.mlm, precision, plan.cpu.bf16))  # type: ignore[no-any-return]
+            return self._cached(
+                "openvino", precision, lambda: PackedBodyGraph(self.mlm, precision, plan.cpu.bf16)
+            )  # type: ignore[no-any-return]
         except Exception as error:  # a graph that does not convert or misses its probe: PyTorch runs
             if plan.requested_backend == ComputeBackend.OPENVINO:
                 raise
             self._openvino_failed.add(precision)
-            warn_once(f"{self.name}: OpenVINO could not run the sparse body in {precision} ({error}); PyTorch runs it")
+            warn_once(
+                f"{self.name}: OpenVINO could not run the sparse body in {precision} ({error}); PyTorch runs it"
+            )
             return None
 
 
@@ -216,7 +228,9 @@ class _PackedBody(nn.Module):
         super().__init__()
         self.body = body
 
-    def forward(self, input_ids: Tensor, position_ids: Tensor, segment_ids: Tensor, token_index: Tensor) -> Tensor:
+    def forward(
+        self, input_ids: Tensor, position_ids: Tensor, segment_ids: Tensor, token_index: Tensor
+    ) -> Tensor:
         same = segment_ids[:, :, None] == segment_ids[:, None, :]  # (rows, T, T)
         mask = torch.where(same, 0.0, torch.finfo(torch.float32).min)[:, None]  # (rows, 1, T, T)
         states = self.body(
@@ -258,7 +272,9 @@ class PackedBodyGraph:
         self._prove()
 
     @staticmethod
-    def _feeds(ids: Sequence[Sequence[int]], rows: Sequence[Sequence[int]]) -> tuple[dict[str, np.ndarray], list[int]]:
+    def _feeds(
+        ids: Sequence[Sequence[int]], rows: Sequence[Sequence[int]]
+    ) -> tuple[dict[str, np.ndarray], list[int]]:
         """The graph's inputs for ``rows`` of sentence indices, and the sentences in output order."""
         feeds = pass_feeds(ids, rows)
         real = feeds.pop("token_mask").astype(bool)  # (sentences, longest)
@@ -288,7 +304,9 @@ class PackedBodyGraph:
         got = torch.from_numpy(self.request.get_output_tensor(0).data.copy())
         features = self.mlm.collate([ids[i] for i in order])
         with torch.inference_mode():
-            inputs = {k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            inputs = {
+                k: v for k, v in features.items() if k in ("input_ids", "attention_mask", "token_type_ids")
+            }
             expected = self.mlm.body(**inputs, return_dict=True).last_hidden_state
             expected = expected[features["attention_mask"].bool()].float()  # (tokens, hidden)
         check_probe(expected, got, self.precision, f"OpenVINO sparse body ({self.precision})")
@@ -314,4 +332,12 @@ def _convert(module: _PackedBody, example: dict[str, np.ndarray]) -> Any:
     return model
 
 
-__all__ = ["PackedBodyGraph", "SparseEngine", "UnfaithfulGraph", "fast_vectors", "model_plan", "served", "sparse_plan"]
+__all__ = [
+    "PackedBodyGraph",
+    "SparseEngine",
+    "UnfaithfulGraph",
+    "fast_vectors",
+    "model_plan",
+    "served",
+    "sparse_plan",
+]

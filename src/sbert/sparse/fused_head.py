@@ -74,7 +74,9 @@ class FusedSpladeHead:
         if not fusable(mlm):
             raise ValueError(f"{type(mlm).__name__} has no BERT-style MLM head to fuse")
         if pooling_strategy not in POOLING_STRATEGIES:
-            raise ValueError(f"pooling_strategy must be one of {POOLING_STRATEGIES}, not {pooling_strategy!r}")
+            raise ValueError(
+                f"pooling_strategy must be one of {POOLING_STRATEGIES}, not {pooling_strategy!r}"
+            )
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, not {activation!r}")
         if dtype not in (torch.float32, torch.bfloat16):
