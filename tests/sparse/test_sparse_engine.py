@@ -83,6 +83,16 @@ def test_cuda_runs_the_exact_float32_path(tiny_mlm_dir: Path, monkeypatch: pytes
     assert fast_vectors(model, [[2, 3]]) is None
 
 
+def test_a_routers_document_route_computes_as_asked(router_dir: Path) -> None:
+    model = SparseEncoder.from_pretrained(router_dir, device="cpu", precision="float32")
+    model.cpu_capabilities = BF16_AND_VNNI  # auto would be bf16 here
+    document = model.route("document")
+    assert document.plan.precision == "float32" and document.plan.requested_precision == "float32"
+    texts = ["a man plays the guitar", "rain"]
+    oracle = STSparseEncoder(str(router_dir), device="cpu")
+    assert_same_vectors(model.encode_document(texts), oracle.encode_document(texts))
+
+
 def test_calibrated_precisions_run_float32(tiny_mlm_dir: Path) -> None:
     model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu", precision="int8")
     model.cpu_capabilities = BF16_AND_VNNI  # a CPU where the dense encoder would run int8

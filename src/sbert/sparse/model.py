@@ -178,7 +178,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts,
                     max_active_dims if max_active_dims is not None else saved)  # fmt: skip
         model.source = str(path)
-        model.requested = request
+        for stack in model.stacks():  # a Router's routes compute as asked too
+            stack.requested = request
         if parts.similarity_fn_name is not None:
             model.similarity_fn_name = parts.similarity_fn_name
         model.eval()
