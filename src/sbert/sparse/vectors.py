@@ -70,7 +70,9 @@ def _pairs_to_csr(pairs: Sequence[Any], dim: int | None) -> scipy.sparse.csr_mat
     indptr, indices, values = [0], [], []
     for row, pair in enumerate(pairs):
         if len(pair) != 2:
-            raise ValueError(f"sparse vector {row}: expected an (indices, values) pair, got {len(pair)} items")
+            raise ValueError(
+                f"sparse vector {row}: expected an (indices, values) pair, got {len(pair)} items"
+            )
         ids, weights = np.asarray(pair[0], dtype=np.int64), np.asarray(pair[1], dtype=np.float32)
         if ids.shape != weights.shape or ids.ndim != 1:
             raise ValueError(
@@ -107,7 +109,10 @@ def to_torch(vectors: Any) -> Tensor:
     """``vectors`` as a coalesced float32 ``torch.sparse_coo`` tensor (n, dim), as sentence-transformers returns."""
     matrix = to_csr(vectors).tocoo()
     indices = torch.from_numpy(np.vstack([matrix.row, matrix.col]).astype(np.int64))
-    return torch.sparse_coo_tensor(indices, torch.from_numpy(matrix.data), matrix.shape).coalesce()
+    # CSR order is row-major with unique indices, so the tensor is already coalesced and valid.
+    return torch.sparse_coo_tensor(
+        indices, torch.from_numpy(matrix.data), matrix.shape, is_coalesced=True, check_invariants=False
+    )
 
 
 def convert(vectors: Any, sparse_format: str) -> Any:
