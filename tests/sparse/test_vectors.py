@@ -60,6 +60,10 @@ def test_keep_top_k(dense: torch.Tensor) -> None:
     assert active_dims(kept).tolist() == [min(3, int(n)) for n in (dense > 0).sum(1)]
     assert torch.equal(kept.max(dim=1).values, dense.max(dim=1).values)
     assert keep_top_k(dense, None) is dense
+    signed = torch.tensor(
+        [[0.5, -3.0, 2.0, 0.0]]
+    )  # by size, as sentence-transformers' select_max_active_dims
+    assert keep_top_k(signed, 2).tolist() == [[0.0, -3.0, 2.0, 0.0]]
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="max_active_dims must be a positive whole number"):
             keep_top_k(dense, bad)  # type: ignore[arg-type]

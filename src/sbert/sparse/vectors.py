@@ -127,7 +127,8 @@ def convert(vectors: Any, sparse_format: str) -> Any:
 
 
 def keep_top_k(dense: Tensor, k: int | None) -> Tensor:
-    """``dense`` (batch, dim) with all but each row's ``k`` largest weights set to zero (``max_active_dims``).
+    """``dense`` (batch, dim) with all but each row's ``k`` largest weights by size set to zero
+    (``max_active_dims``; by size, not value, as sentence-transformers keeps a negative static weight).
 
     Raises:
         ValueError: ``k`` is not a positive whole number.
@@ -138,8 +139,8 @@ def keep_top_k(dense: Tensor, k: int | None) -> Tensor:
         raise ValueError(f"max_active_dims must be a positive whole number or None, got {k!r}")
     if k >= dense.shape[-1]:
         return dense
-    values, indices = dense.topk(k, dim=-1)
-    return torch.zeros_like(dense).scatter_(-1, indices, values)
+    indices = dense.abs().topk(k, dim=-1).indices  # (batch, k)
+    return torch.zeros_like(dense).scatter_(-1, indices, dense.gather(-1, indices))
 
 
 def active_dims(vectors: Any) -> np.ndarray:
