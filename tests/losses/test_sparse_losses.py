@@ -14,6 +14,7 @@ from sentence_transformers.sparse_encoder import losses as st_losses
 from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import (
     SpladeRegularizerWeightSchedulerCallback,
 )
+from tests.conftest import build_tiny_bert
 from transformers import BertConfig, BertForMaskedLM
 
 from sbert.data import Triplet
@@ -23,7 +24,6 @@ from sbert.losses import (
     SparseMultipleNegativesRankingLoss,
     SpladeLoss,
 )
-from tests.conftest import build_tiny_bert
 
 BATCH = [
     Triplet("what causes rain?", "rain falls from clouds.", "a dog barks at night."),
