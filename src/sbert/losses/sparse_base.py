@@ -53,14 +53,14 @@ class SparseLoss(nn.Module):
 
     def embed_texts(self, texts: Sequence[str], task: str | None = None) -> Tensor:
         """``(len(texts), vocab)`` float32 vectors with gradients; ``task`` ("query"/"document")
-        picks a Router's route (ignored by a model with one route)."""
-        tokenize: Any = self.model.tokenize
-        features = tokenize(list(texts), task=task) if task is not None and _routes(self.model) else None
-        if features is None:
-            features = tokenize(list(texts))
-        device = _device(self.model)
+        picks a Router model's route (a model without routes runs itself for every task)."""
+        encoder = self.model
+        if task is not None and task in getattr(self.model, "route_names", ()):
+            encoder = self.model.route(task)
+        device = _device(encoder)
+        features = encoder.tokenize(list(texts))
         features = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in features.items()}
-        return self.model(features)["sentence_embedding"].float()  # (batch, vocab)
+        return encoder(features)["sentence_embedding"].float()  # (batch, vocab)
 
     def embed_columns(self, examples: Sequence[Any]) -> list[Tensor]:
         """One ``(batch, vocab)`` tensor per column: column 0 as queries on its own, the others as
@@ -87,8 +87,3 @@ def _device(model: Any) -> torch.device:
     if isinstance(device, torch.device):
         return device
     return next(model.parameters()).device
-
-
-def _routes(model: Any) -> bool:
-    """Whether ``model`` routes queries and documents apart (a Router with a query route)."""
-    return bool(getattr(model, "has_router", False) or getattr(model, "router", None) is not None)
