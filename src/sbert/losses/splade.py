@@ -140,7 +140,8 @@ class SpladeLoss(SparseLoss):
     @gather_across_ranks.setter
     def gather_across_ranks(self, value: bool) -> None:
         if "loss" in self._modules:  # SparseLoss.__init__ sets it before the base loss exists
-            self.loss.gather_across_ranks = value
+            base: Any = self.loss
+            base.gather_across_ranks = value
 
     def regularizer_weights(self, step: int | None = None) -> tuple[float, float | None]:
         """(λ_d, λ_q) at ``step`` (default: the current one) under the warm-up."""
@@ -166,7 +167,8 @@ class SpladeLoss(SparseLoss):
     def components_from_embeddings(self, embeddings: list[Tensor]) -> dict[str, Tensor]:
         document_weight, query_weight = self.regularizer_weights()
         parts: dict[str, Tensor] = {}
-        base = self.loss.compute_loss_from_embeddings(embeddings, None)
+        ranking: Any = self.loss
+        base = ranking.compute_loss_from_embeddings(embeddings, None)
         if isinstance(base, dict):
             parts.update(base)
         else:
