@@ -114,10 +114,22 @@ TINY = RetrievalSet("tiny", CORPUS, QUERIES, QRELS)
 
 
 @pytest.fixture(scope="module")
-def st_sparse_model(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def mlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_mlm(tmp_path_factory.mktemp("mlm"))
+
+
+@pytest.fixture(scope="module")
+def st_sparse_model(mlm_dir: Path) -> Any:
     from sentence_transformers.sparse_encoder import SparseEncoder as STSparseEncoder
 
-    return STSparseEncoder(str(build_tiny_mlm(tmp_path_factory.mktemp("mlm"))), device="cpu")
+    return STSparseEncoder(str(mlm_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def sparse_model(mlm_dir: Path) -> Any:
+    from sbert import SparseEncoder
+
+    return SparseEncoder.from_pretrained(mlm_dir, device="cpu")
 
 
 def st_evaluator_metrics(model: Any, max_active_dims: int | None) -> dict[str, float]:
@@ -137,10 +149,11 @@ def st_evaluator_metrics(model: Any, max_active_dims: int | None) -> dict[str, f
 
 @pytest.mark.parametrize("max_active_dims", [None, 16])
 def test_active_dims_equal_sentence_transformers_evaluator(
-    st_sparse_model: Any, max_active_dims: int | None
+    sparse_model: Any, st_sparse_model: Any, max_active_dims: int | None
 ) -> None:
+    """sbert's SparseEncoder through our evaluator, sentence-transformers' through its own."""
     theirs = st_evaluator_metrics(st_sparse_model, max_active_dims)
-    ours = evaluate_sparse_retrieval(st_sparse_model, TINY, max_active_dims=max_active_dims).metrics
+    ours = evaluate_sparse_retrieval(sparse_model, TINY, max_active_dims=max_active_dims).metrics
     for key in ("query_active_dims", "corpus_active_dims", "query_sparsity_ratio", "corpus_sparsity_ratio"):
         assert ours[key] == pytest.approx(theirs[key], rel=1e-6), key
     assert ours["avg_flops"] == pytest.approx(theirs["avg_flops"], rel=1e-5)
@@ -150,17 +163,15 @@ def test_active_dims_equal_sentence_transformers_evaluator(
         assert ours["query_active_dims"] <= max_active_dims
 
 
-def test_the_training_evaluator_reports_the_same_metrics(st_sparse_model: Any) -> None:
+def test_the_training_evaluator_reports_the_same_metrics(sparse_model: Any) -> None:
     evaluator = SparseRetrievalEvaluator(TINY)
-    assert evaluator(st_sparse_model) == evaluate_sparse_retrieval(st_sparse_model, TINY).metrics
+    assert evaluator(sparse_model) == evaluate_sparse_retrieval(sparse_model, TINY).metrics
     with pytest.raises(ValueError, match="no judged query"):
         SparseRetrievalEvaluator(RetrievalSet("empty", CORPUS, QUERIES, {}))
 
 
-def test_result_keeps_the_vectors_and_leaves_them_out_of_its_dict(
-    st_sparse_model: Any, tmp_path: Path
-) -> None:
-    result = evaluate_sparse_retrieval(st_sparse_model, TINY, top_k=3)
+def test_result_keeps_the_vectors_and_leaves_them_out_of_its_dict(sparse_model: Any) -> None:
+    result = evaluate_sparse_retrieval(sparse_model, TINY, top_k=3)
     assert result.query_vectors is not None and result.query_vectors.shape[0] == 3
     assert set(result.to_dict()) == {"dataset", "metrics", "queries", "documents", "seconds"}
     assert all(len(docs) <= 3 for docs in result.run.values())

@@ -133,7 +133,8 @@ def test_splade_loss_equals_sentence_transformers_end_to_end(
 def assert_same_gradients(ours: torch.nn.Module, theirs: torch.nn.Module, rel: float = 1e-4) -> None:
     """Every gradient within ``rel`` of the oracle's, relative to the largest gradient entry (so the
     exact zeros of e.g. attention key biases, 1e-12 of noise, do not count as differences)."""
-    pairs = list(zip(ours.named_parameters(), theirs.named_parameters()))
+    pairs = list(zip(ours.named_parameters(), theirs.named_parameters(), strict=True))
+    assert all(a.shape == b.shape for (_, a), (_, b) in pairs)  # the same parameters, in the same order
     largest = max(float(b.grad.abs().max()) for _, (_, b) in pairs if b.grad is not None)
     checked = 0
     for (name, a), (_, b) in pairs:
@@ -194,3 +195,32 @@ def test_splade_loss_rejects_a_base_loss_without_embeddings_entry(st_model: Any)
         SpladeLoss(st_model, torch.nn.MSELoss(), 3e-5)
     with pytest.raises(ValueError, match="document_regularizer_weight must be >= 0"):
         SpladeLoss(st_model, SparseMultipleNegativesRankingLoss(st_model), -1.0)
+
+
+@pytest.mark.parametrize("base", ["splade", "mnrl"])
+def test_sbert_sparse_encoder_loss_and_gradients_equal_sentence_transformers(
+    tiny_mlm_dir: Path, base: str
+) -> None:
+    """sbert's SparseEncoder and sentence-transformers' on the same tiny MLM, same batch: the loss
+    within 1e-5 and every parameter's gradient within 1e-4 (relative)."""
+    from sbert import SparseEncoder
+
+    ours_model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu")
+    theirs_model = STSparseEncoder(str(tiny_mlm_dir), device="cpu")
+    ours_model.train(), theirs_model.train()
+    if base == "splade":
+        ours: Any = SpladeLoss(ours_model, SparseMultipleNegativesRankingLoss(ours_model), 3e-2, 5e-2)
+        st_loss = st_losses.SpladeLoss(
+            theirs_model, st_losses.SparseMultipleNegativesRankingLoss(theirs_model), 3e-2, 5e-2
+        )
+        theirs = sum(st_loss(st_columns(theirs_model, BATCH), None).values())
+    else:
+        ours = SparseMultipleNegativesRankingLoss(ours_model)
+        st_mnrl = st_losses.SparseMultipleNegativesRankingLoss(theirs_model)
+        embeddings = [theirs_model(f)["sentence_embedding"] for f in st_columns(theirs_model, BATCH)]
+        theirs = st_mnrl.compute_loss_from_embeddings(embeddings, None)
+    value = ours(BATCH)
+    assert value.item() == pytest.approx(theirs.item(), rel=1e-5)
+    value.backward()
+    theirs.backward()
+    assert_same_gradients(ours_model, theirs_model)
