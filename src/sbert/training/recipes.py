@@ -11,6 +11,8 @@
 - ``triplet``: triplet objective (Euclidean, margin 1) on (premise, entailment, contradiction).
 - ``file``: any loss on a user's CSV/TSV/JSONL pairs or triplets, with an optional scored dev file.
 - ``cross-stsb``: the paper's BERT-STSb cross-encoder baseline, 4 epochs on STSb train.
+- ``sparse``: a SPLADE sparse encoder (SpladeLoss: in-batch negatives plus FLOPS regularisation),
+  kept by NDCG@10 on a retrieval dev set (:mod:`sbert.training.sparse_recipe`).
 
 Every recipe keeps the model with the best dev Spearman and writes ``OUTPUT/results.json`` (STSb test
 when the data directory has it).
@@ -33,6 +35,7 @@ from sbert.base.options import (
     RECIPES,
     FileLoss,
     Recipe,
+    SparseObjective,
     TrainingFormat,
     TripletDistance,
     choice,
@@ -72,7 +75,7 @@ logger = logging.getLogger("sbert")
 
 # A static model's default: a table of token vectors needs steps about 500 times the paper's 2e-5.
 STATIC_LEARNING_RATE = 0.01
-RECIPE_EPOCHS: dict[str, int] = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1, "cross-stsb": 4}
+RECIPE_EPOCHS: dict[str, int] = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1, "cross-stsb": 4, "sparse": 1}
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,12 @@ class RecipeConfig:
     skip_bad_lines: bool = False
     mini_batch_size: int = 32  # cached-mnrl: sentences embedded at once
     matryoshka_dimensions: Sequence[int] = ()  # the file's loss summed over these prefixes too
+    # The sparse recipe (its base is a SPLADE model or a *ForMaskedLM folder; train_file optional):
+    sparse_loss: SparseObjective = "splade"
+    document_regularizer_weight: float = 3e-5  # sentence-transformers' SPLADE examples
+    query_regularizer_weight: float | None = 5e-5  # None: queries not regularised (inference-free)
+    regularizer_warmup: float = 1 / 3  # share of the steps over which the weights grow from 0
+    max_active_dims: int | None = None  # the dev evaluation's (and the saved model's) cap
 
     def __post_init__(self) -> None:
         choice(self.recipe, RECIPES, "recipe")
@@ -128,7 +137,7 @@ class RecipeConfig:
     def stage_epochs(self, recipe: str) -> int:
         return self.epochs or RECIPE_EPOCHS.get(recipe, 1)
 
-    def training_config(self, recipe: str, model: SentenceEncoder | None = None) -> TrainingConfig:
+    def training_config(self, recipe: str, model: Any = None) -> TrainingConfig:
         """The trainer's settings for ``recipe``; ``model`` sets the default learning rate."""
         return TrainingConfig(
             epochs=self.stage_epochs(recipe),
@@ -159,6 +168,10 @@ def train_recipe(config: RecipeConfig) -> TrainingResult:
 def _train_recipe(config: RecipeConfig, output: Path) -> TrainingResult:
     if config.recipe == "cross-stsb":
         return _train_cross_encoder(config, output)
+    if config.recipe == "sparse":
+        from sbert.training.sparse_recipe import train_sparse
+
+        return train_sparse(config, output)
     if config.recipe != "nli-stsb":
         return train_stage(config, config.recipe, output, config.base, config.resume)
     if not (config.resume and (output / "nli" / "results.json").is_file()):
@@ -170,7 +183,7 @@ def _train_recipe(config: RecipeConfig, output: Path) -> TrainingResult:
     return train_stage(config, "stsb", output, str(output / "nli"), resume)
 
 
-def default_learning_rate(model: SentenceEncoder | None) -> float:
+def default_learning_rate(model: Any) -> float:
     """The paper's 2e-5 for a transformer; STATIC_LEARNING_RATE for a static model, whose token table
     barely moves at 2e-5 (benchmarks/retrieval_finetune.py trains one at 0.01).
 
