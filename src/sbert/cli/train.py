@@ -231,6 +231,12 @@ def _add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="keep each vector's N largest weights (dev and model)",
     )
+    parser.add_argument(
+        "--static-lr",
+        type=float,
+        default=1e-3,
+        help="inference-free models: learning rate of the static query table (default 1e-3)",
+    )
     parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines (and count them)")
 
 
@@ -287,6 +293,7 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
             "query_regularizer_weight": args.query_regularizer_weight,
             "regularizer_warmup": args.regularizer_warmup,
             "max_active_dims": args.max_active_dims,
+            "static_learning_rate": args.static_lr,
         }
     concatenation = getattr(args, "concatenation", None)
     return RecipeConfig(

@@ -128,6 +128,7 @@ class RecipeConfig:
     query_regularizer_weight: float | None = 5e-5  # None: queries not regularised (inference-free)
     regularizer_warmup: float = 1 / 3  # share of the steps over which the weights grow from 0
     max_active_dims: int | None = None  # the dev evaluation's (and the saved model's) cap
+    static_learning_rate: float = 1e-3  # an inference-free model's static query table
 
     def __post_init__(self) -> None:
         choice(self.recipe, RECIPES, "recipe")

@@ -8,6 +8,11 @@
   :class:`~sbert.losses.SparseMultipleNegativesRankingLoss` with FLOPS weights λ_d (3e-5) and λ_q
   (5e-5) warmed up over the first third of the steps, as sentence-transformers' trainer does; or
   ``sparse-mnrl`` — the ranking loss alone (vectors get denser: for comparison only).
+- Inference-free models (a Router whose query route is a ``SparseStaticEmbedding``): queries
+  take the query route and every other column the document route; a trainable static table learns
+  at ``static_learning_rate`` (1e-3, as sentence-transformers' docs set ``learning_rate_mapping``), a
+  frozen one not at all. Pass ``query_regularizer_weight=None`` (``--query-regularizer-weight none``)
+  to leave the table unregularised, as sentence-transformers' inference-free examples do.
 - Dev: NDCG@10 on ``--dev-retrieval`` (default ``stsb-proxy``, no sentence of which is trained on
   by default), with the active dimensions of queries and documents; the best model is kept.
 
@@ -16,10 +21,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
+
+from torch import nn
 
 from sbert.base.files import write_text_atomic
 from sbert.data.beir import load_retrieval_set
@@ -29,6 +38,7 @@ from sbert.data.training_files import read_positive_pairs_or_triplets
 from sbert.evaluation.sparse_retrieval import SparseRetrievalEvaluator
 from sbert.losses import RegularizerWarmup, SparseMultipleNegativesRankingLoss, SpladeLoss
 from sbert.losses.sparse_base import SparseLoss
+from sbert.modules.sparse_static_embedding import SparseStaticEmbedding
 from sbert.sparse.model import SparseEncoder
 from sbert.training.recipes import RecipeConfig, _nli_pairs, subsample
 from sbert.training.trainer import Trainer, TrainingResult, seed_everything
@@ -55,7 +65,10 @@ def train_sparse(config: RecipeConfig, output: Path) -> TrainingResult:
     examples = subsample(_sparse_examples(config), config.max_pairs, config.seed)
     objective = sparse_objective(config, model)
     objective.gather_across_ranks = config.gather
-    training = config.training_config("sparse", model)
+    training = dataclasses.replace(
+        config.training_config("sparse", model),
+        learning_rate_mapping=static_learning_rates(objective, config.static_learning_rate),
+    )
     evaluator = _sparse_dev(config)
     trainer = Trainer(objective, examples, output, training, evaluator)
     if isinstance(objective, SpladeLoss):
@@ -85,6 +98,16 @@ def sparse_objective(config: RecipeConfig, model: Any) -> SparseLoss:
         document_regularizer_weight=config.document_regularizer_weight,
         query_regularizer_weight=config.query_regularizer_weight,
     )
+
+
+def static_learning_rates(objective: nn.Module, rate: float) -> dict[str, float]:
+    """``learning_rate_mapping`` that trains every trainable SparseStaticEmbedding table of
+    ``objective`` (the query side of an inference-free model) at ``rate``."""
+    mapping = {}
+    for name, module in objective.named_modules():
+        if isinstance(module, SparseStaticEmbedding) and module.weight.requires_grad:
+            mapping[f"^{re.escape(name)}\\.weight$"] = rate
+    return mapping
 
 
 def _sparse_examples(config: RecipeConfig) -> list[Any]:
