@@ -175,3 +175,25 @@ def test_result_keeps_the_vectors_and_leaves_them_out_of_its_dict(sparse_model: 
     assert result.query_vectors is not None and result.query_vectors.shape[0] == 3
     assert set(result.to_dict()) == {"dataset", "metrics", "queries", "documents", "seconds"}
     assert all(len(docs) <= 3 for docs in result.run.values())
+
+
+def test_the_command_evaluates_a_sparse_model(
+    mlm_dir: Path, sparse_model: Any, tmp_path: Path, capsys
+) -> None:
+    """A plain MLM folder with --sparse; a folder saved as a SparseEncoder is told on its own."""
+    import json
+
+    from sbert.cli import main
+
+    TINY.save(tmp_path / "set")
+    sparse_model.save(tmp_path / "saved")
+    expected = evaluate_sparse_retrieval(sparse_model, TINY).metrics
+    for model, flags in ((mlm_dir, ["--sparse"]), (tmp_path / "saved", [])):
+        report = tmp_path / "report.json"
+        argv = ["evaluate", "retrieval", str(tmp_path / "set"), "--model", str(model), "--device", "cpu"]
+        assert main([*argv, *flags, "-o", str(report), "--run", str(tmp_path / "run.txt")]) == 0
+        out = capsys.readouterr().out
+        assert "set: 3 queries, 6 documents, sparse model" in out and "query_active_dims" in out
+        assert json.loads(report.read_text())["results"][0]["metrics"] == pytest.approx(expected)
+    assert main([*argv, "--index-kind", "hnsw"]) != 0
+    assert "--index-kind does not apply to a sparse model" in capsys.readouterr().err
