@@ -33,7 +33,7 @@ from sbert.losses import RegularizerWarmup, SparseMultipleNegativesRankingLoss, 
 from sbert.sparse.model import SparseEncoder
 from sbert.training import Trainer
 from sbert.training.config import TrainingConfig
-from sbert.training.recipes import subsample
+from sbert.training.recipe_config import subsample
 
 SETS = ("snli-proxy", "stsb-proxy")
 KEPT = ("ndcg@10", "mrr@10", "recall@10", "query_active_dims", "corpus_active_dims", "avg_flops")

@@ -40,7 +40,7 @@ from sbert.losses import RegularizerWarmup, SparseMultipleNegativesRankingLoss, 
 from sbert.losses.sparse_base import SparseLoss
 from sbert.modules.sparse_static_embedding import SparseStaticEmbedding
 from sbert.sparse.model import SparseEncoder
-from sbert.training.recipes import RecipeConfig, _nli_pairs, subsample
+from sbert.training.recipe_config import RecipeConfig, nli_pairs, subsample
 from sbert.training.trainer import Trainer, TrainingResult, seed_everything
 
 logger = logging.getLogger("sbert")
@@ -115,7 +115,7 @@ def _sparse_examples(config: RecipeConfig) -> list[Any]:
         return list(
             read_positive_pairs_or_triplets(config.train_file, config.file_format, config.skip_bad_lines)
         )
-    return list(nli_triplets(_nli_pairs(config)))
+    return list(nli_triplets(nli_pairs(config)))
 
 
 def _sparse_dev(config: RecipeConfig) -> SparseRetrievalEvaluator | None:
