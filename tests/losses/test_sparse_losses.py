@@ -66,7 +66,7 @@ def st_columns(model: Any, batch: list[Triplet]) -> list[dict[str, torch.Tensor]
 @pytest.mark.parametrize("threshold", [None, 20])
 def test_flops_equals_sentence_transformers_value_and_gradient(st_model: Any, threshold: int | None) -> None:
     ours_in, theirs_in = sparse_like(6), sparse_like(6)
-    ours = FlopsLoss(threshold)(ours_in)
+    ours = FlopsLoss(st_model, threshold=threshold)(ours_in)  # sentence-transformers' signature
     theirs = st_losses.FlopsLoss(st_model, threshold=threshold).compute_loss_from_embeddings(theirs_in)
     ours.backward()
     theirs.backward()
@@ -76,7 +76,7 @@ def test_flops_equals_sentence_transformers_value_and_gradient(st_model: Any, th
 
 def test_flops_rejects_a_negative_threshold() -> None:
     with pytest.raises(ValueError, match="threshold must be >= 0"):
-        FlopsLoss(-1)
+        FlopsLoss(threshold=-1)
 
 
 def test_sparse_mnrl_equals_sentence_transformers_on_embeddings(st_model: Any) -> None:

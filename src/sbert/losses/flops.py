@@ -6,6 +6,8 @@ number of multiplications an inverted index does, which pushes rarely useful dim
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import Tensor, nn
 
 
@@ -13,6 +15,7 @@ class FlopsLoss(nn.Module):
     """``forward(embeddings) -> sum((embeddings.mean(0)) ** 2)``, used inside :class:`SpladeLoss`.
 
     Args:
+        model: Unused: sentence-transformers' signature, ``FlopsLoss(model, threshold)``.
         threshold: With a threshold, a vector counts only when it has more than this many non-zero
             dimensions (FLOPS with l0 masking, arXiv 2504.14839): rows at or under it are zeroed
             but still count in the mean, as in sentence-transformers.
@@ -25,7 +28,7 @@ class FlopsLoss(nn.Module):
         3.25
     """
 
-    def __init__(self, threshold: float | None = None) -> None:
+    def __init__(self, model: Any = None, threshold: float | None = None) -> None:
         super().__init__()
         if threshold is not None and threshold < 0:
             raise ValueError(f"FlopsLoss threshold must be >= 0 or None, got {threshold}")

@@ -130,8 +130,16 @@ class SpladeLoss(SparseLoss):
             logger.info("SpladeLoss: query_regularizer_weight is None, queries are not regularised")
         self.document_regularizer_weight = document_regularizer_weight
         self.query_regularizer_weight = query_regularizer_weight
-        self.document_regularizer = document_regularizer or FlopsLoss(document_regularizer_threshold)
-        self.query_regularizer = query_regularizer or FlopsLoss(query_regularizer_threshold)
+        self.document_regularizer = (
+            document_regularizer
+            if document_regularizer is not None
+            else FlopsLoss(threshold=document_regularizer_threshold)
+        )
+        self.query_regularizer = (
+            query_regularizer
+            if query_regularizer is not None
+            else FlopsLoss(threshold=query_regularizer_threshold)
+        )
         self.warmup = warmup
         self.step = 0  # training forward passes so far: the schedule's step
 
