@@ -169,7 +169,7 @@ def test_warmup_equals_sentence_transformers_callback(st_model: Any) -> None:
             assert query == pytest.approx(st_loss.query_regularizer_weight, abs=1e-15), (kind, step)
 
 
-def test_splade_loss_counts_training_steps_and_keeps_them_in_its_state(st_model: Any) -> None:
+def test_splade_loss_counts_training_steps_and_keeps_them_in_its_state(st_model: Any, tmp_path: Path) -> None:
     loss = SpladeLoss(
         st_model, SparseMultipleNegativesRankingLoss(st_model), 1.0, 1.0, warmup=RegularizerWarmup(9)
     )
@@ -179,6 +179,13 @@ def test_splade_loss_counts_training_steps_and_keeps_them_in_its_state(st_model:
     loss(BATCH[:2])
     assert loss.step == 2
     assert loss.regularizer_weights() == pytest.approx((4 / 9, 4 / 9))
+    from safetensors.torch import load_model, save_model  # what the trainer's checkpoints use
+
+    save_model(loss, str(tmp_path / "objective.safetensors"))
+    resumed = SpladeLoss(st_model, SparseMultipleNegativesRankingLoss(st_model), 1.0, 1.0)
+    missing, unexpected = load_model(resumed, str(tmp_path / "objective.safetensors"), strict=False)
+    assert not missing and not unexpected
+    assert resumed.step == 2
     state = loss.state_dict()
     fresh = SpladeLoss(
         st_model, SparseMultipleNegativesRankingLoss(st_model), 1.0, 1.0, warmup=RegularizerWarmup(9)
