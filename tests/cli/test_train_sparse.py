@@ -43,3 +43,5 @@ def test_train_sparse_needs_a_base(tmp_path: Path, capsys: pytest.CaptureFixture
     argv = ["train", "sparse", "--output", str(tmp_path / "out"), "--no-progress", "--device", "cpu"]
     assert main(argv) != 0
     assert "needs --base" in capsys.readouterr().err
+    assert main([*argv, "--base", "some-mlm", "--pooling", "mean"]) != 0
+    assert "--pooling mean does not apply to the sparse recipe" in capsys.readouterr().err

@@ -52,11 +52,16 @@ def train_sparse(config: RecipeConfig, output: Path) -> TrainingResult:
     """Train ``config`` (recipe ``sparse``) into ``output`` and write ``output/results.json``.
 
     Raises:
-        ValueError: No ``base`` (a sparse recipe needs an MLM or SPLADE model to start from).
+        ValueError: No ``base`` (a sparse recipe needs an MLM or SPLADE model to start from), or a
+            ``pooling`` (a dense model's setting).
     """
     if config.base is None:
         raise ValueError(
             "the sparse recipe needs --base: a SPLADE model or a *ForMaskedLM folder (the bundled model is dense)"
+        )
+    if config.pooling is not None:
+        raise ValueError(
+            f"--pooling {config.pooling} does not apply to the sparse recipe: the model's SpladePooling pools"
         )
     seed_everything(config.seed)
     model = SparseEncoder.from_pretrained(
