@@ -42,9 +42,8 @@ from sbert.modules.module import Module
 from sbert.sparse import decode as decoding
 from sbert.sparse.format import SparseInput, read_sparse_model, split_stack, stack_dim, write_sparse_model
 from sbert.sparse.output import check_max_active_dims, finish
+from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
 from sbert.sparse.vectors import keep_top_k, to_csr
-
-SIMILARITY_FUNCTIONS = ("dot", "cosine")
 
 
 class _LoadsSparseByName(LoadsByName):
@@ -120,9 +119,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         self.name = name or "unnamed"
         self.prompts = prompts or Prompts()
         self.source: str | None = None
-        self.truncate_dim: int | None = (
-            None  # what a Router's routes are given; sparse vectors keep every dim
-        )
+        # What a Router hands its routes (RouteMethods); sparse vectors keep every dimension.
+        self.truncate_dim: int | None = None
         self.cpu_capabilities: Any = None
         self.requested = PlanRequest.of("auto", "auto")
         self._similarity_fn_name: str | None = None
@@ -394,18 +392,9 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Tensor:
         """Scores (n1, n2) of every vector of ``embeddings1`` with every one of ``embeddings2``
-        (:attr:`similarity_fn_name`; any sparse or dense form)."""
-        left, right = self._scored(embeddings1), self._scored(embeddings2)
-        return torch.from_numpy(np.asarray((left @ right.T).todense(), dtype=np.float32))
+        (:attr:`similarity_fn_name`; any sparse or dense form; :func:`sbert.sparse.scores.scores`)."""
+        return scores(embeddings1, embeddings2, self.similarity_fn_name, self.dim)
 
     def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> Tensor:
         """Score (n,) of ``embeddings1[i]`` with ``embeddings2[i]`` for each ``i``."""
-        left, right = self._scored(embeddings1), self._scored(embeddings2)
-        return torch.from_numpy(np.asarray(left.multiply(right).sum(axis=1), dtype=np.float32).ravel())
-
-    def _scored(self, vectors: Any) -> scipy.sparse.csr_matrix:
-        matrix = to_csr(vectors, self.dim)
-        if self.similarity_fn_name == "cosine":
-            norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
-            matrix = scipy.sparse.diags(1 / np.maximum(norms, 1e-12)) @ matrix
-        return matrix.tocsr()
+        return scores(embeddings1, embeddings2, self.similarity_fn_name, self.dim, pairwise=True)
