@@ -58,19 +58,14 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_sparse_model(name: str | None) -> bool:
-    """Whether ``name`` is a folder that sentence-transformers saved as a ``SparseEncoder``."""
-    import json
+    """Whether ``name`` is a local folder saved as a sparse encoder (:func:`~sbert.sparse.format.is_sparse_folder`)."""
     from pathlib import Path
 
-    if name is None:
+    if name is None or not Path(name).is_dir():
         return False
-    settings = Path(name) / "config_sentence_transformers.json"
-    if not settings.is_file():
-        return False
-    try:
-        return json.loads(settings.read_text(encoding="utf-8")).get("model_type") == "SparseEncoder"
-    except (OSError, ValueError, AttributeError):
-        return False
+    from sbert.sparse.format import is_sparse_folder
+
+    return is_sparse_folder(Path(name))
 
 
 def run_retrieval(args: argparse.Namespace) -> int:
