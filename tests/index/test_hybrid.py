@@ -74,7 +74,9 @@ def test_rrf_equals_sentence_transformers_evaluator(tmp_path: Path) -> None:
 def test_hybrid_index_fuses_the_two_indexes() -> None:
     rng = np.random.default_rng(1)
     dense_vectors = rng.normal(size=(200, 16)).astype(np.float32)
-    sparse_vectors = scipy.sparse.random(200, 300, density=0.05, format="csr", random_state=2, dtype=np.float32)
+    sparse_vectors = scipy.sparse.random(
+        200, 300, density=0.05, format="csr", random_state=2, dtype=np.float32
+    )
     dense, sparse = VectorIndex.build(dense_vectors, kind="flat"), SparseIndex.build(sparse_vectors)
     hybrid = HybridIndex(dense, sparse, candidates=50)
     queries_dense, queries_sparse = dense_vectors[:5], sparse_vectors[:5]

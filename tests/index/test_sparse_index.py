@@ -17,7 +17,7 @@ import scipy.sparse
 import torch
 
 from sbert.embeddings.identity import ModelMismatchError, model_identity
-from sbert.index import IndexLoadError, MANIFEST_FILE, VectorIndex, sparse_index
+from sbert.index import MANIFEST_FILE, IndexLoadError, VectorIndex, sparse_index
 from sbert.index.sparse_index import SEISMIC_FILE, VECTORS_FILE, SparseIndex, is_sparse_index
 from sbert.sparse.vectors import to_pairs
 
@@ -124,7 +124,9 @@ def test_seismic_recall_against_exact() -> None:
 def test_save_load_round_trip(kind: str, tmp_path: Path) -> None:
     corpus = sparse_corpus(400, seed=4)
     texts = [f"document {i}" for i in range(corpus.shape[0])]
-    index = SparseIndex.build(corpus, texts=texts, ids=np.arange(corpus.shape[0]) * 2, kind=kind, model_name="m")
+    index = SparseIndex.build(
+        corpus, texts=texts, ids=np.arange(corpus.shape[0]) * 2, kind=kind, model_name="m"
+    )
     index.save(tmp_path / "idx")
     assert is_sparse_index(tmp_path / "idx")
     loaded = SparseIndex.load(tmp_path / "idx", model="m")

@@ -106,7 +106,9 @@ def fuse(
     if fusion not in FUSIONS:
         raise ValueError(f"unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
     if len(dense) != len(sparse):
-        raise ValueError(f"{len(dense)} dense result lists but {len(sparse)} sparse ones: one of each per query")
+        raise ValueError(
+            f"{len(dense)} dense result lists but {len(sparse)} sparse ones: one of each per query"
+        )
     if fusion == "rrf":
         return [reciprocal_rank_fusion([d, s], k, top_k) for d, s in zip(dense, sparse, strict=True)]
     return [weighted_fusion([d, s], weights, top_k) for d, s in zip(dense, sparse, strict=True)]

@@ -325,7 +325,9 @@ def read_sparse_manifest(path: Path) -> dict[str, Any]:
     if missing:
         raise IndexLoadError(f"{path}: missing field(s) {', '.join(missing)}")
     if manifest["kind"] not in SPARSE_KINDS:
-        raise IndexLoadError(f"{path}: kind {manifest['kind']!r} is not a sparse index kind; rebuild the index")
+        raise IndexLoadError(
+            f"{path}: kind {manifest['kind']!r} is not a sparse index kind; rebuild the index"
+        )
     if not isinstance(manifest["params"], dict) or not isinstance(manifest["count"], int):
         raise IndexLoadError(f"{path}: params must be an object and count an integer")
     return manifest

