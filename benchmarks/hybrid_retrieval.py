@@ -12,7 +12,9 @@
 The sets are :func:`sbert.data.beir.proxy_set`'s (no BEIR set is to be had offline). Each ranked
 list is scored as returned (a run's score is ``1 / rank``, so trec_eval's tie-break cannot reorder a
 fusion's ties) by :func:`sbert.evaluation.retrieval.retrieval_metrics`, trec_eval's definitions.
-Vectors are cached in ``--cache``; every figure uses fixed weights, none tuned on the queries.
+Vectors are cached in ``--cache``. The first table uses fixed settings (none tuned on the queries);
+the second splits the queries in two (even and odd positions): the dense weight of the weighted sum is
+chosen on the even half (0.1 to 0.9) and every run is reported on the odd half.
 """
 
 from __future__ import annotations
