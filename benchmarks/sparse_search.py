@@ -38,7 +38,10 @@ from index_scale_data import distinct_sentences
 from sbert.index.sparse_index import SparseIndex
 
 QUERIES, BASE, DOCS, TOP_K = 1000, 4000, 100_000, 10
-SETTINGS = ({"query_cut": 10, "heap_factor": 0.7}, {"query_cut": 20, "heap_factor": 0.9})
+SETTINGS = tuple(
+    {"query_cut": cut, "heap_factor": heap}
+    for cut, heap in ((5, 0.7), (10, 0.7), (20, 0.7), (10, 0.5), (10, 0.9), (20, 0.9))
+)
 
 
 def model_dir() -> Path:

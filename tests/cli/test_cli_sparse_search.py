@@ -92,8 +92,8 @@ def test_sparse_build_and_search_equal_the_library(
     assert [[(h["id"], h["text"]) for h in r["hits"]] for r in records] == [
         [(hit.corpus_id, SENTENCES[hit.corpus_id]) for hit in hits] for hits in expected
     ]
-    assert [[h["score"] for h in r["hits"]] for r in records] == pytest.approx(
-        [[hit.score for hit in hits] for hits in expected], rel=1e-5
+    assert [h["score"] for r in records for h in r["hits"]] == pytest.approx(
+        [hit.score for hits in expected for hit in hits], rel=1e-5
     )
 
 
