@@ -62,9 +62,8 @@ def search_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict]:
 def test_sparse_build_and_search_equal_the_library(
     kind: str, splade_dir: Path, corpus_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from sbert.sparse.model import SparseEncoder
-
     from sbert.index.sparse_index import SparseIndex
+    from sbert.sparse.model import SparseEncoder
 
     output = tmp_path / "sparse"
     assert (
@@ -104,12 +103,11 @@ def test_hybrid_search_fuses_dense_and_sparse(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from sbert.sparse.model import SparseEncoder
-
     from sbert import SentenceEncoder
     from sbert.index import VectorIndex
     from sbert.index.hybrid import fuse
     from sbert.index.sparse_index import SparseIndex
+    from sbert.sparse.model import SparseEncoder
 
     dense_dir, sparse_dir = tmp_path / "dense", tmp_path / "sparse"
     assert (
