@@ -33,7 +33,7 @@ import scipy.sparse
 
 from sbert.data.beir import proxy_set
 from sbert.embeddings.search import Hit
-from sbert.evaluation.retrieval import retrieval_metrics
+from sbert.evaluation.retrieval import query_metrics, retrieval_metrics
 from sbert.index import VectorIndex
 from sbert.index.hybrid import fuse
 from sbert.index.sparse_index import SparseIndex
@@ -131,7 +131,28 @@ def evaluate(name: str, data: Path, cache: Path, encoder: str) -> dict[str, dict
     }
     chosen = f"hybrid weighted {best:.1f}/{1 - best:.1f} (chosen on the even half)"
     held_out[chosen] = retrieval_metrics(sweep[best], test)
+    dense_run = run_of(dense, query_ids, doc_ids)
+    held_out[chosen]["vs dense"] = paired_difference(sweep[best], dense_run, test)
     return {"all queries": results, "odd half": held_out}
+
+
+def paired_difference(run: dict, baseline: dict, qrels: dict, resamples: int = 10_000) -> dict[str, float]:
+    """Mean per-query NDCG@10 difference, its 95% paired bootstrap interval (seeded), wins and losses."""
+    differences = np.array(
+        [
+            query_metrics(run.get(q, {}), rel)["ndcg@10"] - query_metrics(baseline.get(q, {}), rel)["ndcg@10"]
+            for q, rel in qrels.items()
+        ]
+    )
+    rng = np.random.default_rng(0)
+    means = differences[rng.integers(0, len(differences), size=(resamples, len(differences)))].mean(axis=1)
+    return {
+        "mean": float(differences.mean()),
+        "ci95_low": float(np.quantile(means, 0.025)),
+        "ci95_high": float(np.quantile(means, 0.975)),
+        "wins": int((differences > 0).sum()),
+        "losses": int((differences < 0).sum()),
+    }
 
 
 def main() -> None:

@@ -51,8 +51,20 @@ def add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_FUSION_CANDIDATES,
         help=f"hits taken from each index before fusing (default {DEFAULT_FUSION_CANDIDATES})",
     )
-    group.add_argument("--query-cut", type=int, default=None, help="seismic: query dimensions visited")
-    group.add_argument("--heap-factor", type=float, default=None, help="seismic: pruning factor (0-1]")
+    group.add_argument(
+        "--query-cut",
+        type=int,
+        default=None,
+        help="seismic: how many of the query's heaviest dimensions are visited (default: the index's, 10); "
+        "more is more exact and slower",
+    )
+    group.add_argument(
+        "--heap-factor",
+        type=float,
+        default=None,
+        help="seismic: a block is visited when its summary scores above this × the k-th best so far "
+        "(default: the index's, 0.7); less is more exact and slower",
+    )
 
 
 def check_sparse_arguments(args: argparse.Namespace) -> None:

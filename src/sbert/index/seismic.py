@@ -2,8 +2,10 @@
 
 Seismic keeps, per vocabulary dimension, the documents with the largest weights in blocks, each with a
 summary vector; a query visits the blocks of its ``query_cut`` heaviest dimensions whose summary
-promises a score within ``heap_factor`` of the current k-th best. It is approximate: the recall
-against exact search is measured (``benchmarks/sparse_search.py``), not guaranteed.
+scores above ``heap_factor`` × the current k-th best. So a larger ``query_cut`` and a *smaller*
+``heap_factor`` are more exact and slower (measured at 100k documents: recall@10 0.94 at the
+defaults 10 / 0.7, 0.987 at 10 / 0.5, 0.81 at 10 / 0.9). It is approximate: the recall against exact
+search is measured (``benchmarks/sparse_search.py``), not guaranteed.
 
 Documents are added by their integer dimensions (CSR layout), named by their position in the index;
 a document with no active dimension is not added (it cannot score above 0).
