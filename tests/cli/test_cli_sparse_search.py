@@ -210,6 +210,7 @@ def test_wrong_combinations_are_refused(
         (["--index", str(sparse_dir), "--sparse-index", str(sparse_dir)], "needs the dense one"),
         (["--corpus", str(corpus_file), "--sparse-index", str(sparse_dir)], "name both"),
         (["--index", str(sparse_dir), "--rescore-with", str(tiny_model_dir)], "sparse index"),
+        (["--index", str(sparse_dir), "--query-cut", "5"], "Seismic's settings"),
     ]
     for args, message in cases:
         assert main(["search", "q", *args]) == 1

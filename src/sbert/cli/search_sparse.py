@@ -110,6 +110,10 @@ def sparse_search(args: argparse.Namespace, path: str, model_name: str | None) -
 
     model = load_sparse_model_of_index(path, model_name, args)
     index = SparseIndex.load(path, model=model)
+    if index.kind != "seismic" and (args.query_cut is not None or args.heap_factor is not None):
+        raise ValueError(
+            f"{path}: an exact sparse index; --query-cut and --heap-factor are Seismic's settings"
+        )
     queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
     top_k = max(args.top_k, args.fusion_candidates) if args.sparse_index else args.top_k
     return index, index.search(queries, top_k=top_k, query_cut=args.query_cut, heap_factor=args.heap_factor)
