@@ -189,6 +189,14 @@ def main() -> None:
                 print(
                     f"| {label} | " + " | ".join(f"{metrics[m]:.4f}" for m in METRICS) + f" | {delta:+.4f} |"
                 )
+            for label, metrics in results.items():
+                if "vs dense" in metrics:
+                    paired = metrics["vs dense"]
+                    print(
+                        f"\n{label} - dense, per query: NDCG@10 {paired['mean']:+.4f} (95% paired bootstrap "
+                        f"{paired['ci95_low']:+.4f} to {paired['ci95_high']:+.4f}), "
+                        f"{paired['wins']} queries better, {paired['losses']} worse"
+                    )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
 
