@@ -96,7 +96,6 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
 
     if args.kind in SPARSE_KINDS:
         return _build_sparse(args)
@@ -114,17 +113,8 @@ def _build(args: argparse.Namespace) -> int:
         index = _build_from_store(args, options)
         what = f"{len(index)} vectors of store {args.store}"
     else:
-        texts = read_texts(args.corpus, args.format, args.column)
-        if not texts:
-            raise ValueError(f"{args.corpus}: no sentences to index")
         model = load_model(args)
-        vectors = model.encode_document(
-            texts,
-            batch_size=args.batch_size,
-            show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES,
-            prompt_name=args.prompt_name,
-            prompt=args.prompt,
-        )
+        texts, vectors = _encode_corpus(args, model)
         index = VectorIndex.build(
             vectors,
             texts=texts,
@@ -148,7 +138,6 @@ def _build(args: argparse.Namespace) -> int:
 
 def _build_sparse(args: argparse.Namespace) -> int:
     """A :class:`~sbert.index.sparse_index.SparseIndex` of ``--corpus``, encoded by a sparse model."""
-    from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
     from sbert.index.sparse_index import SparseIndex
 
     if args.store:
@@ -158,17 +147,8 @@ def _build_sparse(args: argparse.Namespace) -> int:
     if args.dimensions is not None or args.max_memory is not None:
         raise ValueError(f"--kind {args.kind}: --dimensions and --max-memory are for dense indexes")
     start = time.perf_counter()
-    texts = read_texts(args.corpus, args.format, args.column)
-    if not texts:
-        raise ValueError(f"{args.corpus}: no sentences to index")
     model = load_sparse_model(args)
-    vectors = model.encode_document(
-        texts,
-        batch_size=args.batch_size,
-        show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES,
-        prompt_name=args.prompt_name,
-        prompt=args.prompt,
-    )
+    texts, vectors = _encode_corpus(args, model)
     index = SparseIndex.build(
         vectors,
         texts=texts,
@@ -184,6 +164,23 @@ def _build_sparse(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _encode_corpus(args: argparse.Namespace, model: Any) -> tuple[list[str], Any]:
+    """The sentences of ``--corpus`` and their document vectors by ``model`` (dense or sparse)."""
+    from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+
+    texts = read_texts(args.corpus, args.format, args.column)
+    if not texts:
+        raise ValueError(f"{args.corpus}: no sentences to index")
+    vectors = model.encode_document(
+        texts,
+        batch_size=args.batch_size,
+        show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES,
+        prompt_name=args.prompt_name,
+        prompt=args.prompt,
+    )
+    return texts, vectors
 
 
 def load_sparse_model(args: argparse.Namespace) -> Any:

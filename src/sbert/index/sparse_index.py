@@ -33,7 +33,7 @@ from sbert.index import files, seismic
 from sbert.index.files import CORPUS_FILE, IDS_FILE, MANIFEST_FILE, IndexLoadError
 from sbert.sparse.vectors import to_csr
 
-SPARSE_FORMAT, SPARSE_FORMAT_VERSION = "sbert-sparse-index", 1
+SPARSE_FORMAT, SPARSE_FORMAT_VERSION = files.SPARSE_INDEX_FORMAT, 1
 SPARSE_KINDS = ("exact", "seismic")
 VECTORS_FILE, SEISMIC_STEM = "vectors.npz", "seismic"
 SEISMIC_FILE = SEISMIC_STEM + seismic.INDEX_SUFFIX
@@ -310,27 +310,8 @@ def is_sparse_index(path: str | Path) -> bool:
 
 def read_sparse_manifest(path: Path) -> dict[str, Any]:
     """The manifest of a sparse index, with every field loading needs; errors name the file and field."""
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise IndexLoadError(f"{path}: missing; is {path.parent} an sbert sparse index directory?") from error
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise IndexLoadError(f"{path}: not valid JSON: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != SPARSE_FORMAT:
-        found = manifest.get("format") if isinstance(manifest, dict) else None
-        hint = " (a dense index: load it with VectorIndex)" if found == "sbert-index" else ""
-        raise IndexLoadError(f"{path}: not an sbert sparse index manifest{hint}")
     required = ("dimension", "count", "kind", "params", "model", "files")
-    missing = [key for key in required if key not in manifest]
-    if missing:
-        raise IndexLoadError(f"{path}: missing field(s) {', '.join(missing)}")
-    if manifest["kind"] not in SPARSE_KINDS:
-        raise IndexLoadError(
-            f"{path}: kind {manifest['kind']!r} is not a sparse index kind; rebuild the index"
-        )
-    if not isinstance(manifest["params"], dict) or not isinstance(manifest["count"], int):
-        raise IndexLoadError(f"{path}: params must be an object and count an integer")
-    return manifest
+    return files.read_index_manifest(path, SPARSE_FORMAT, required, SPARSE_KINDS)
 
 
 def _record(path: Path, manifest: dict[str, Any]) -> dict[str, Any]:
