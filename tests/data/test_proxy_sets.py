@@ -14,7 +14,7 @@ def test_the_command_offers_every_proxy_set() -> None:
     assert CLI_PROXY_SETS == PROXY_SETS
 
 
-@pytest.mark.parametrize("name", ["sick-proxy", "sts12-16-proxy", "stsb-proxy"])
+@pytest.mark.parametrize("name", ["sick-proxy", "sts12-16-proxy"])
 def test_scored_proxy_sets_are_well_formed(name: str, data_dir: Path) -> None:
     proxy = proxy_set(name, data_dir)
     assert proxy.name == name and proxy.queries and set(proxy.qrels) == set(proxy.queries)
