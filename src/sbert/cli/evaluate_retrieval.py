@@ -14,7 +14,12 @@ from sbert.cli.common import add_prompt_arguments
 from sbert.cli.index import KINDS
 from sbert.data.sources import BEIR_SETS
 
-PROXY_SETS = ("stsb-proxy", "snli-proxy")  # as sbert.data.beir.PROXY_SETS (kept torch-free here)
+PROXY_SETS = (
+    "stsb-proxy",
+    "snli-proxy",
+    "sick-proxy",
+    "sts12-16-proxy",
+)  # as sbert.data.beir.PROXY_SETS (kept torch-free here)
 
 
 def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
