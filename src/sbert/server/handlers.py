@@ -36,6 +36,7 @@ from sbert.server.schemas import (
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
+from sbert.server.sparse_served import refuse_sparse
 
 
 async def embeddings(request: Request) -> Response:
@@ -45,6 +46,7 @@ async def embeddings(request: Request) -> Response:
     body = parse_body(await read_body(request, limits), embedding_shape, limits.max_items)
     assert isinstance(body, EmbeddingRequest)
     chosen = served.pick(body.model)
+    refuse_sparse(chosen.model, chosen.model_id)  # token ids too, which skip Service.embed
     if body.dimensions is not None and body.dimensions > chosen.model.dim:
         raise APIError(
             422, f"dimensions: {body.dimensions} is more than the model's {chosen.model.dim}", "dimensions"
@@ -222,15 +224,22 @@ async def health(request: Request) -> Response:
             "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
             "queued_items": served.queued_items,
             "models": served.names,
+            "kind": service.kind,
         }
     )
 
 
 def _cards(served: Services) -> list[dict[str, Any]]:
-    """OpenAI's model object for every served name, and the cross-encoder's."""
+    """OpenAI's model object for every served name, and the cross-encoder's, each with its ``kind``
+    (``dense``, ``sparse`` or ``cross-encoder``: which routes it answers)."""
     service = served.default
-    names = served.names + ([service.cross_encoder.name] if service.cross_encoder else [])
-    return [{"id": n, "object": "model", "created": service.created, "owned_by": "sbert"} for n in names]
+    kinds = [(name, each.kind) for each in served.all for name in each.names]
+    if service.cross_encoder:
+        kinds.append((service.cross_encoder.name, "cross-encoder"))
+    return [
+        {"id": name, "object": "model", "created": service.created, "owned_by": "sbert", "kind": kind}
+        for name, kind in kinds
+    ]
 
 
 async def models(request: Request) -> Response:

@@ -20,6 +20,7 @@ import uvicorn
 
 from sbert.base.errors import ModelLoadError
 from sbert.inference.cuda.graphs import BATCH_BUCKETS
+from sbert.server.abilities import is_sparse
 from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
 from sbert.server.gate import Gate
@@ -61,6 +62,11 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
     """The model's batcher, the index and the cross-encoder, all loaded and checked now; ``names``:
     the names a request may give the model, the first the one answers give (none: its own name)."""
     index = None
+    if options.index and is_sparse(model):
+        raise ModelLoadError(
+            f"--index {options.index}: {model.name} is a sparse (SPLADE) model, and the server's /search "
+            "runs over a dense index; serve a dense model with it"
+        )
     if options.index:
         from sbert.index import VectorIndex
 

@@ -1,0 +1,245 @@
+"""A SPLADE model served by a real ``sbert serve`` process on 127.0.0.1: TEI's ``/embed_sparse`` as
+TEI's docs call it (plain HTTP), the same indices and float32 values as ``encode()`` and as
+sentence-transformers' SparseEncoder, requests merged by the batcher, ``/decode`` of sparse vectors,
+the model's kind in /v1/models and /health, the dense routes' declared refusals, a dense model's
+/embed_sparse answered as TEI answers it, and every answer against the published document.
+
+huggingface_hub's ``InferenceClient`` (2.4) has no sparse method (its ``feature_extraction`` reads
+a dense array), so the client here is plain HTTP, as TEI's README shows: ``curl /embed_sparse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import numpy as np
+import openai
+import pytest
+import torch
+from server_process import ServerProcess, tiny_server_args
+from tests.conftest import build_tiny_bert
+
+from sbert import SparseEncoder
+
+TEXTS = ["a man plays the guitar", "the dog runs in the park", "rain", ""]
+LONG = " ".join(["music"] * 100)  # over the tiny model's 64 tokens
+
+
+def build_tiny_splade(root: Path) -> Path:
+    """A random 2-layer BertForMaskedLM with SPLADE max pooling and a ``query`` prompt, saved by
+    sentence-transformers 6.2 (its sparse layout: a fill-mask Transformer and SpladePooling)."""
+    from sentence_transformers import SparseEncoder as STSparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    bert = build_tiny_bert(root / "bert")
+    mlm = root / "mlm"
+    BertTokenizerFast.from_pretrained(bert).save_pretrained(mlm)
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig.from_pretrained(bert)).save_pretrained(mlm)
+    modules = [Transformer(str(mlm), transformer_task="fill-mask"), SpladePooling("max")]
+    model = STSparseEncoder(modules=modules, prompts={"query": "query: "}, device="cpu")
+    model.save(str(root / "splade"))
+    return root / "splade"
+
+
+@pytest.fixture(scope="module")
+def splade_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_splade(tmp_path_factory.mktemp("tiny-splade"))
+
+
+@pytest.fixture(scope="module")
+def splade(splade_dir: Path) -> SparseEncoder:
+    return SparseEncoder.from_pretrained(splade_dir, device="cpu", precision="float32", backend="torch")
+
+
+@pytest.fixture(scope="module")
+def sparse_server(splade_dir: Path) -> Iterator[ServerProcess]:
+    args = tiny_server_args(splade_dir, "--served-model-name", "tiny-splade")
+    process = ServerProcess(args).wait_ready()
+    yield process
+    process.terminate()
+    process.wait_exit()
+
+
+def post(server: ServerProcess, path: str, body: object) -> httpx.Response:
+    return httpx.post(f"{server.url}{path}", json=body, timeout=30)
+
+
+def pairs(model: SparseEncoder, texts: list[str], **options: Any) -> list[tuple[list[int], np.ndarray]]:
+    """``encode()``'s vectors as (indices, float32 values), indices ascending."""
+    vectors = model.encode(texts, sparse_format="pairs", **options)
+    return [(np.asarray(ids).tolist(), np.asarray(values, dtype=np.float32)) for ids, values in vectors]
+
+
+def assert_same(answer: list[list[dict[str, Any]]], expected: list[tuple[list[int], np.ndarray]]) -> None:
+    """TEI's answer equals ``expected``: the same indices, values within 1e-6."""
+    assert len(answer) == len(expected)
+    for vector, (ids, values) in zip(answer, expected):
+        assert all(set(item) == {"index", "value"} for item in vector)
+        assert [item["index"] for item in vector] == ids
+        np.testing.assert_allclose([item["value"] for item in vector], values, atol=1e-6, rtol=0)
+
+
+def tei_error(response: httpx.Response, status: int, error_type: str) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error", "error_type"} and body["error_type"] == error_type, body
+    return str(body["error"])
+
+
+def test_embed_sparse_as_tei_documents_it(sparse_server: ServerProcess, splade: SparseEncoder) -> None:
+    # TEI's README: curl 127.0.0.1:8080/embed_sparse -X POST -d '{"inputs":"I like you."}'
+    one = post(sparse_server, "/embed_sparse", {"inputs": "I like you."})
+    assert one.status_code == 200 and one.headers["x-sbert-model"] == "tiny-splade"
+    assert_same(one.json(), pairs(splade, ["I like you."]))
+    many = post(sparse_server, "/embed_sparse", {"inputs": TEXTS})
+    assert_same(many.json(), pairs(splade, TEXTS))
+    prompted = post(sparse_server, "/embed_sparse", {"inputs": TEXTS[:2], "prompt_name": "query"})
+    assert_same(prompted.json(), pairs(splade, TEXTS[:2], prompt_name="query"))
+    # TEI serves a SPLADE model's POST / (and /invocations) as /embed_sparse
+    assert_same(post(sparse_server, "/", {"inputs": TEXTS}).json(), pairs(splade, TEXTS))
+
+
+def test_the_values_are_sentence_transformers_too(sparse_server: ServerProcess, splade_dir: Path) -> None:
+    from sentence_transformers import SparseEncoder as STSparseEncoder
+
+    oracle = STSparseEncoder(str(splade_dir), device="cpu").encode(TEXTS[:3]).coalesce()
+    dense = oracle.to_dense().numpy()
+    expected = [(np.flatnonzero(row).tolist(), row[row != 0]) for row in dense]
+    assert_same(post(sparse_server, "/embed_sparse", {"inputs": TEXTS[:3]}).json(), expected)
+
+
+def test_concurrent_requests_each_get_their_own_vectors(
+    sparse_server: ServerProcess, splade: SparseEncoder
+) -> None:
+    bodies = [{"inputs": [text, TEXTS[(i + 1) % 3]]} for i, text in enumerate(TEXTS[:3] * 4)]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda body: post(sparse_server, "/embed_sparse", body), bodies))
+    for body, got in zip(bodies, answers):
+        assert_same(got.json(), pairs(splade, body["inputs"]))
+
+
+def test_long_inputs_are_refused_unless_truncated(
+    sparse_server: ServerProcess, splade: SparseEncoder
+) -> None:
+    refused = post(sparse_server, "/embed_sparse", {"inputs": ["rain", LONG]})  # TEI's default: no truncation
+    assert tei_error(refused, 413, "Validation").startswith(
+        "inputs[1]: 102 tokens, more than the model's limit"
+    )
+    cut = post(sparse_server, "/embed_sparse", {"inputs": ["rain", LONG], "truncate": True})
+    assert_same(cut.json(), pairs(splade, ["rain", LONG]))
+    empty = post(sparse_server, "/embed_sparse", {"inputs": []})
+    assert tei_error(empty, 400, "Empty").startswith("inputs: must not be empty")
+    unknown = post(sparse_server, "/embed_sparse", {"inputs": "rain", "normalize": True})
+    assert "normalize: unknown field" in tei_error(unknown, 422, "Validation")
+    prompt = post(sparse_server, "/embed_sparse", {"inputs": "rain", "prompt_name": "nope"})
+    assert "prompt_name 'nope'" in tei_error(prompt, 413, "Validation")
+
+
+def test_decode_turns_sparse_vectors_into_tokens(sparse_server: ServerProcess, splade: SparseEncoder) -> None:
+    vectors = post(sparse_server, "/embed_sparse", {"inputs": TEXTS[:2]}).json()
+    for top_k in (None, 3):
+        body = {"inputs": vectors, **({"top_k": top_k} if top_k else {})}
+        decoded = post(sparse_server, "/decode", body)
+        assert decoded.status_code == 200, decoded.text
+        expected = splade.decode(splade.encode(TEXTS[:2]), top_k=top_k)
+        for got, want in zip(decoded.json(), expected):
+            assert [item["token"] for item in got] == [token for token, _ in want]
+            np.testing.assert_allclose([item["value"] for item in got], [v for _, v in want], atol=1e-6)
+        if top_k:
+            assert all(len(row) == top_k for row in decoded.json())
+    # index 5 is "a", 6 is "b" (after the five special tokens); heaviest first, any order in
+    tokens = post(
+        sparse_server, "/decode", {"inputs": [[{"index": 6, "value": 0.5}, {"index": 5, "value": 2}], []]}
+    )
+    assert tokens.json() == [[{"token": "a", "value": 2.0}, {"token": "b", "value": 0.5}], []]
+    past = post(sparse_server, "/decode", {"inputs": [[{"index": 10**6, "value": 1.0}]]})
+    assert tei_error(past, 422, "Tokenizer").startswith("inputs[0][0].index: 1000000 is not an index")
+    twice = post(sparse_server, "/decode", {"inputs": [[{"index": 5, "value": 1}, {"index": 5, "value": 2}]]})
+    assert "appears twice" in tei_error(twice, 422, "Validation")
+    # TEI's /decode of token ids still works on a sparse model (its tokenizer)
+    assert post(sparse_server, "/decode", {"ids": [2, 5, 3]}).json() == ["a"]
+
+
+def test_the_model_lists_as_sparse(sparse_server: ServerProcess, splade: SparseEncoder) -> None:
+    for path in ("/v1/models", "/models"):
+        cards = httpx.get(f"{sparse_server.url}{path}", timeout=30).json()["data"]
+        assert [(card["id"], card["kind"]) for card in cards] == [("tiny-splade", "sparse")]
+    client = openai.OpenAI(base_url=f"{sparse_server.url}/v1", api_key="unused")
+    assert client.models.retrieve("tiny-splade").kind == "sparse"  # type: ignore[attr-defined]
+    health = httpx.get(f"{sparse_server.url}/health", timeout=30).json()
+    assert health["kind"] == "sparse" and health["dimension"] == splade.dim  # the vocabulary
+    info = httpx.get(f"{sparse_server.url}/info", timeout=30).json()
+    assert info["model_type"] == {"embedding": {"pooling": "splade"}}  # TEI's /info of a SPLADE model
+
+
+def test_dense_routes_refuse_a_sparse_model(sparse_server: ServerProcess) -> None:
+    sbert_routes = [
+        ("/v1/embeddings", {"input": "rain"}),
+        ("/v1/embeddings", {"input": [[5, 6]]}),  # token ids too
+        ("/embeddings", {"input": "rain"}),
+        ("/similarity", {"source_sentence": "rain", "sentences": ["sun"]}),
+        ("/rerank", {"query": "rain", "documents": ["sun"]}),
+    ]
+    for path, body in sbert_routes:
+        response = post(sparse_server, path, body)
+        assert response.status_code == 422, (path, response.text)
+        error = response.json()["error"]
+        assert error["code"] == "sparse_model" and error["param"] == "model"
+        assert error["message"].startswith("model: 'tiny-splade' is a sparse (SPLADE) model")
+    tei_routes = [
+        ("/embed", {"inputs": "rain"}),
+        ("/embed_all", {"inputs": "rain"}),
+        ("/similarity", {"inputs": {"source_sentence": "rain", "sentences": ["sun"]}}),
+        ("/rerank", {"query": "rain", "texts": ["sun"]}),
+    ]
+    for path, body in tei_routes:  # TEI answers a SPLADE model's /embed and /embed_all with 424 Backend
+        assert "/embed_sparse" in tei_error(post(sparse_server, path, body), 424, "Backend")
+    client = openai.OpenAI(base_url=f"{sparse_server.url}/v1", api_key="unused")
+    with pytest.raises(openai.UnprocessableEntityError, match="sparse"):
+        client.embeddings.create(input=["rain"], model="tiny-splade")
+
+
+def test_a_dense_model_answers_embed_sparse_as_tei_does(server: ServerProcess) -> None:
+    response = post(server, "/embed_sparse", {"inputs": "rain"})
+    message = tei_error(response, 424, "Backend")
+    assert message.startswith(
+        "Model is not an embedding model with SPLADE pooling: 'tiny-bert' is a dense model"
+    )
+    # the body is read first, as TEI does
+    assert post(server, "/embed_sparse", {"inputs": []}).status_code == 400
+    cards = httpx.get(f"{server.url}/v1/models", timeout=30).json()["data"]
+    assert [card["kind"] for card in cards] == ["dense"]
+    # /decode of sparse vectors reads the indices as the tokenizer's ids
+    decoded = post(server, "/decode", {"inputs": [[{"index": 5, "value": 1.5}]]})
+    assert decoded.json() == [[{"token": "a", "value": 1.5}]]
+
+
+def test_answers_match_the_document(sparse_server: ServerProcess) -> None:
+    spec = httpx.get(f"{sparse_server.url}/openapi.json", timeout=30).json()
+    assert "/embed_sparse" in spec["paths"]
+
+    def check(path: str, method: str, response: httpx.Response) -> None:
+        media = spec["paths"][path][method]["responses"][str(response.status_code)]["content"]
+        schema = {**next(iter(media.values()))["schema"], "components": spec["components"]}
+        jsonschema.Draft202012Validator(schema).validate(response.json())
+
+    vectors = post(sparse_server, "/embed_sparse", {"inputs": TEXTS})
+    for path, body in (
+        ("/embed_sparse", {"inputs": TEXTS}),
+        ("/", {"inputs": "rain"}),
+        ("/decode", {"inputs": vectors.json()[:3], "top_k": 2}),
+        ("/embed_sparse", {"inputs": LONG}),  # 413
+        ("/embed", {"inputs": "rain"}),  # 424
+        ("/v1/embeddings", {"input": "rain"}),  # 422
+        ("/decode", {"inputs": [[{"index": 10**6, "value": 1.0}]]}),  # 422
+    ):
+        check(path, "post", post(sparse_server, path, body))
+    for path in ("/v1/models", "/health", "/info"):
+        check(path, "get", httpx.get(f"{sparse_server.url}{path}", timeout=30))
