@@ -26,7 +26,7 @@ from sbert.inference.plan import EnginePlan
 from sbert.inference.precision import ComputeBackend, ComputePrecision
 from sbert.server import abilities
 from sbert.server.abilities import is_sparse
-from sbert.server.schemas import APIError, SparseDecodeRequest
+from sbert.server.schemas import FLOAT32_MAX, APIError, SparseDecodeRequest
 from sbert.sparse import decode as decoding
 from sbert.sparse.model import SparseEncoder
 from sbert.sparse.vectors import to_csr
@@ -211,33 +211,34 @@ def width(model: Any) -> int:
 
 
 def sparse_matrix(body: SparseDecodeRequest, size: int) -> scipy.sparse.csr_matrix:
-    """The body's vectors as a float32 CSR matrix ``(n, size)``; an index past the vocabulary, a
-    or a repeated one is a 422 naming ``inputs[i][j].index`` (the schema bounds the values).
+    """The body's vectors as a float32 CSR matrix ``(n, size)``: the weights of an index given twice
+    add up, as a sparse tensor's do when coalesced (saturating at float32's largest); an index past the vocabulary is a 422 naming
+    ``inputs[i][j].index`` (TEI's ``Tokenizer``, as for a token id it does not have).
 
     Examples:
         >>> body = SparseDecodeRequest.model_validate({"inputs": [[{"index": 3, "value": 0.5}], []]})
         >>> sparse_matrix(body, 5).toarray().tolist()
         [[0.0, 0.0, 0.0, 0.5, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]]
     """
-    indptr, indices, values = [0], [], []
+    rows, indices, values = [], [], []
     for i, vector in enumerate(body.inputs):
-        seen: set[int] = set()
         for j, weight in enumerate(vector):
-            param = f"inputs[{i}][{j}]"
             if weight.index >= size:
-                message = f"{param}.index: {weight.index} is not an index of this model's vectors (vocabulary of {size})"
-                raise APIError(422, message, f"{param}.index", tei=(422, "Tokenizer"))
-            if weight.index in seen:
-                message = f"{param}.index: {weight.index} appears twice in inputs[{i}] (one weight per index)"
-                raise APIError(422, message, f"{param}.index", tei=(422, "Validation"))
-            seen.add(weight.index)
+                param = f"inputs[{i}][{j}].index"
+                message = (
+                    f"{param}: {weight.index} is not an index of this model's vectors (vocabulary of {size})"
+                )
+                raise APIError(422, message, param, tei=(422, "Tokenizer"))
+            rows.append(i)
             indices.append(weight.index)
             values.append(weight.value)
-        indptr.append(len(indices))
-    matrix = scipy.sparse.csr_matrix(
-        (np.asarray(values, dtype=np.float32), np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
-        shape=(len(body.inputs), size),
+    # Repeated indices summed in float64, then float32 (a sum past its range saturates to its largest).
+    places = (np.asarray(rows, dtype=np.int64), np.asarray(indices, dtype=np.int64))
+    matrix = scipy.sparse.coo_matrix(
+        (np.asarray(values, dtype=np.float64), places), shape=(len(body.inputs), size)
     )
+    matrix = matrix.tocsr()
+    matrix.data = np.clip(matrix.data, -FLOAT32_MAX, FLOAT32_MAX).astype(np.float32)
     matrix.eliminate_zeros()  # a weight of 0 is no weight: decode lists non-zero ones only
     matrix.sort_indices()
     return matrix

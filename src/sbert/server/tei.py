@@ -117,8 +117,8 @@ async def embed_sparse(request: Request) -> Response:
 
 async def sparse_embedded(service: Service, body: EmbedSparseRequest) -> Response:
     """/embed_sparse's answer to a parsed body: each input's non-zero weights in index order."""
+    prompt = service.prompt(body.prompt_name)  # the whole body is checked first
     refuse_dense(service.model, service.model_id)
-    prompt = service.prompt(body.prompt_name)
     result = await service.embed_sparse(body.inputs, bool(body.truncate), INPUTS, prompt)
     refuse_left(body.truncation_direction, [i for i, _ in result.truncated], INPUTS)
     return answer(service, sparse_rows(result.vectors))
