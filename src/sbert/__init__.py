@@ -19,6 +19,7 @@ _EXPORTS = {
     "ModelLoadError": "sbert.base.errors",
     "SentenceEncoder": "sbert.encoder.model",
     "SentenceTransformer": "sbert.encoder.model",
+    "SparseEncoder": "sbert.sparse.model",
     "cosine_matrix": "sbert.embeddings.similarity",
     "similarity_function": "sbert.embeddings.similarity",
 }
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from sbert.embeddings.similarity import cosine_matrix, similarity_function
     from sbert.encoder.hub import DEFAULT_MODEL
     from sbert.encoder.model import SentenceEncoder, SentenceTransformer
+    from sbert.sparse.model import SparseEncoder
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -39,6 +41,7 @@ __all__ = [
     "ModelLoadError",
     "SentenceEncoder",
     "SentenceTransformer",
+    "SparseEncoder",
     "__version__",
     "cosine_matrix",
     "quantization",

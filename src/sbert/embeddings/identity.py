@@ -18,7 +18,16 @@ from sbert.base.errors import ModelLoadError
 from sbert.base.weights import hash_weights, parameter_version
 
 # The pipeline fields a mismatch message names, in the order a user would check them.
-PIPELINE_FIELDS = ("pooling", "layers", "dim", "max_seq_length", "prompts", "include_prompt")
+PIPELINE_FIELDS = (
+    "kind",
+    "pooling",
+    "layers",
+    "dim",
+    "max_seq_length",
+    "max_active_dims",
+    "prompts",
+    "include_prompt",
+)
 
 
 class ModelMismatchError(ModelLoadError):
@@ -71,8 +80,9 @@ def model_identity(model: Any) -> ModelIdentity:
     cached = getattr(model, "_identity_cache", None)
     if cached is not None and cached[0] == version:
         return cached[1]
+    sparse = getattr(model, "is_sparse", False)  # a SparseEncoder: its stacks' pooling, by route
     pipeline = {
-        "pooling": model.pooling.mode,
+        "pooling": model.pooling_mode if sparse else model.pooling.mode,
         "layers": [type(layer).__name__ for layer in model.layers],
         "dim": int(model.dim),
         "max_seq_length": int(model.max_seq_length),
@@ -80,8 +90,12 @@ def model_identity(model: Any) -> ModelIdentity:
     # Only where set, so that a model without prompts keeps the fingerprint it had before prompts.
     if model.prompts.named:
         pipeline["prompts"] = model.prompts.config()
-    if not model.pooling.include_prompt:
+    if not getattr(model.pooling, "include_prompt", True):
         pipeline["include_prompt"] = False
+    if sparse:
+        pipeline["kind"] = "sparse"
+        if model.max_active_dims is not None:
+            pipeline["max_active_dims"] = int(model.max_active_dims)
     identity = ModelIdentity(
         name=str(model.name),
         source=getattr(model, "source", None),

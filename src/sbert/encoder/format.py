@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import copy
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from torch import nn
 
@@ -31,7 +32,17 @@ from sbert._version import __version__
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json, replace_dir, staging_dir
 from sbert.encoder.prompts import Prompts
-from sbert.modules import Dense, Pooling, Router, StaticEmbedding, Transformer
+from sbert.modules import (
+    Dense,
+    MLMTransformer,
+    Pooling,
+    Router,
+    SparseAutoEncoder,
+    SparseStaticEmbedding,
+    SpladePooling,
+    StaticEmbedding,
+    Transformer,
+)
 from sbert.modules.module import load_module, module_class, read_modules_json, save_module, write_json
 from sbert.modules.router import sequence
 
@@ -62,6 +73,7 @@ def read_model(path: Path, pooling: str | None = None, max_seq_length: int | Non
             message names the file).
     """
     modules_file = path / "modules.json"
+    _refuse_sparse_settings(path)
     if not modules_file.is_file():
         plain = Transformer.load_pretrained(path, max_seq_length=max_seq_length)
         return ModelParts(plain, Pooling(plain.dim, pooling or "mean"))
@@ -82,6 +94,23 @@ def read_model(path: Path, pooling: str | None = None, max_seq_length: int | Non
     return parts
 
 
+SPARSE_HINT = "it makes sparse vectors: load it with sbert.SparseEncoder.from_pretrained"
+
+
+def _refuse_sparse_settings(path: Path) -> None:
+    """A folder sentence-transformers saved as a SparseEncoder gives no dense vectors."""
+    config_file = path / SETTINGS_FILE
+    if config_file.is_file() and read_json(config_file).get("model_type") == "SparseEncoder":
+        raise ModelLoadError(f"{config_file}: model_type is SparseEncoder: {SPARSE_HINT}")
+
+
+def _refuse_sparse_module(module: nn.Module, listing: Path) -> None:
+    """SPLADE's modules (an MLM transformer, SpladePooling, a static weight per token, a sparse
+    autoencoder) make sparse vectors; pooled as a dense model they would be wrong."""
+    if isinstance(module, MLMTransformer | SpladePooling | SparseStaticEmbedding | SparseAutoEncoder):
+        raise ModelLoadError(f"{listing}: lists a {type(module).__name__} module: {SPARSE_HINT}")
+
+
 def load_prompts(path: Path) -> Prompts:
     """The prompts of a sentence-transformers directory (none for a plain Hugging Face one)."""
     config_file = path / SETTINGS_FILE
@@ -100,6 +129,7 @@ def _stack(loaded: list[tuple[nn.Module, Path]], listing: Path, pooling: str | N
     pooling_file = listing
     layers: list[nn.Module] = []
     for module, folder in loaded:
+        _refuse_sparse_module(module, listing)
         if isinstance(module, Transformer | StaticEmbedding):
             input_module = module
         elif isinstance(module, Pooling):
@@ -176,18 +206,25 @@ def _check_dims(pooler: Pooling, layers: list[nn.Module], modules_file: Path) ->
             dim = layer.out_features
 
 
-def write_model(path: Path, modules: Sequence[nn.Module], prompts: Prompts | None = None) -> None:
+def write_model(
+    path: Path,
+    modules: Sequence[nn.Module],
+    prompts: Prompts | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> None:
     """Write a model directory atomically (built under a temporary name, then swapped into place):
     the settings, then each module in its folder (the first at the root, then ``1_Pooling``...) and
-    ``modules.json`` listing them.
+    ``modules.json`` listing them. ``settings`` go into ``config_sentence_transformers.json`` over
+    the dense defaults (a sparse encoder's ``model_type``, ``similarity_fn_name``...).
 
     Raises:
         TypeError: a module sbert could not read back (not a registered module type).
     """
     staging = staging_dir(path)
     try:
-        settings = {"__version__": {"sbert": __version__}, **(prompts or Prompts()).config()}
-        write_json(staging / SETTINGS_FILE, {**settings, "similarity_fn_name": "cosine"})
+        saved = {"__version__": {"sbert": __version__}, **(prompts or Prompts()).config()}
+        written = {**saved, "similarity_fn_name": "cosine", **(settings or {})}
+        write_json(staging / SETTINGS_FILE, written)
         entries = []
         for idx, module in enumerate(modules):
             sub = "" if idx == 0 else f"{idx}_{type(module).__name__}"  # the first module at the root

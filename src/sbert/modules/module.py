@@ -51,6 +51,9 @@ class Module(nn.Module):
     """
 
     st_type: ClassVar[str] = ""  # sentence-transformers' class path, as modules.json names it
+    # The type modules.json names when sbert writes the module, where it is not the registered one
+    # (a module read under an older name and written under sentence-transformers' current one).
+    written_type: ClassVar[str] = ""
     config_file_name: ClassVar[str] = "config.json"
     config_keys: ClassVar[tuple[str, ...]] = ()
 
@@ -121,7 +124,7 @@ def save_module(module: nn.Module, folder: Path) -> str:
         )
     folder.mkdir(parents=True, exist_ok=True)
     module.save(folder)
-    return module.st_type
+    return module.written_type or module.st_type
 
 
 def read_modules_json(modules_file: Path) -> list[dict[str, Any]]:

@@ -140,7 +140,8 @@ class Router(Module):
         for name in self.routes:
             structure[name] = []
             for position, module in enumerate(self.modules_of(name)):
-                model_id = f"{name}_{position}_{type(module).__name__}"
+                kind = getattr(module, "written_type", "") or getattr(module, "st_type", "")
+                model_id = f"{name}_{position}_{kind.rsplit('.', 1)[-1] or type(module).__name__}"
                 types[model_id] = save_module(module, folder / model_id)
                 structure[name].append(model_id)
         parameters: dict[str, Any] = {

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -65,6 +65,14 @@ class Transformer(Module):
     st_type = "sentence_transformers.models.Transformer"
     config_file_name = "sentence_bert_config.json"
     config_keys = ("max_seq_length", "do_lower_case")
+    # sentence-transformers 6's transformer_task this class runs; a subclass naming another one
+    # loads the folders whose sentence_bert_config.json names it (the MLM transformer: fill-mask).
+    transformer_task: ClassVar[str] = "feature-extraction"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "transformer_task" in cls.__dict__:
+            _TASK_CLASSES[cls.transformer_task] = cls
 
     def __init__(
         self,
@@ -99,6 +107,10 @@ class Transformer(Module):
         settings_file = folder / cls.config_file_name
         settings = read_json(settings_file) if settings_file.is_file() else {}
         check_sentence_bert_config(settings, folder)
+        task = settings.get("transformer_task", cls.transformer_task)
+        if task != cls.transformer_task and task in _TASK_CLASSES:  # sentence-transformers 6: one
+            # Transformer type for every task; a fill-mask one is a SPLADE model's MLM transformer.
+            return _TASK_CLASSES[task].load(folder, max_seq_length, do_lower_case, **options)
         return cls.load_pretrained(
             folder,
             max_seq_length=settings.get("max_seq_length") if max_seq_length is None else max_seq_length,
@@ -129,7 +141,7 @@ class Transformer(Module):
             raise ModelLoadError(f"{config_file}: cannot be read: {error}") from error
         try:
             with quiet_transformers():  # its load report is silenced: check_loading_info names the weights
-                model, info = model_class(config).from_pretrained(
+                model, info = cls.auto_class(config).from_pretrained(
                     path,
                     config=config,
                     use_safetensors=True,
@@ -137,15 +149,30 @@ class Transformer(Module):
                     ignore_mismatched_sizes=True,
                 )
         except Exception as error:  # a config that builds no model, or truncated or corrupt safetensors
-            blame = config_failure(config_file, config, build_model) or ModelLoadError(
+            blame = config_failure(config_file, config, cls.build_model) or ModelLoadError(
                 f"{weights}: cannot be loaded: {error}"
             )
             raise blame from error
-        check_loading_info(weights, info)
+        cls.check_weights(weights, info, model)
         check_max_seq_length(max_seq_length, position_limit(config), str(path))
         tokenizer = load_fast_tokenizer(path)
         check_tokenizer(path, tokenizer, model.get_input_embeddings().num_embeddings)
         return cls(model, tokenizer, max_seq_length=max_seq_length, do_lower_case=do_lower_case)
+
+    @classmethod
+    def auto_class(cls, config: PretrainedConfig) -> Any:
+        """The transformers class that loads ``config``'s model (:func:`model_class`)."""
+        return model_class(config)
+
+    @classmethod
+    def build_model(cls, config: PretrainedConfig) -> PreTrainedModel:
+        """The randomly initialised model of :meth:`auto_class` (``config.json``'s checks build it)."""
+        return build_model(config)
+
+    @classmethod
+    def check_weights(cls, weights: Path, info: Mapping[str, Any], model: PreTrainedModel) -> None:
+        """Refuse weights that do not match the config (:func:`check_loading_info`)."""
+        check_loading_info(weights, info)
 
     @property
     def dim(self) -> int:
@@ -244,6 +271,7 @@ class Transformer(Module):
 
 
 _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_TASK_CLASSES: dict[str, type[Transformer]] = {"feature-extraction": Transformer}
 
 # Encoder-decoder models whose encoder alone makes token vectors (sentence-t5, GTR): AutoModel would
 # build the whole seq2seq model, whose decoder then asks for inputs (sentence-transformers does the same).
