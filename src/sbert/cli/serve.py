@@ -220,14 +220,16 @@ def load_models(args: argparse.Namespace) -> dict[str, Any]:
     return models
 
 
-# What sentence-transformers saves a sparse encoder's modules as (its 5.x and 6.x names).
-SPARSE_MODULES = ("SpladePooling", "MLMTransformer", "SparseStaticEmbedding", "SparseAutoEncoder")
-
-
 def load_served_model(args: argparse.Namespace) -> Any:
-    """``--model`` as ``--kind`` says: a :class:`~sbert.SparseEncoder`, or the dense model ``load_model`` loads."""
+    """``--model`` as ``--kind`` says: a :class:`~sbert.SparseEncoder`, or the dense model ``load_model``
+    loads (``auto``: sparse for a local folder saved as a sparse encoder,
+    :func:`sbert.sparse.format.is_sparse_folder`)."""
+    from sbert.sparse.format import is_sparse_folder
+
     kind = getattr(args, "kind", "auto")
-    if kind == "dense" or (kind == "auto" and not saved_sparse(args.model)):
+    folder = Path(args.model).expanduser() if args.model else None
+    saved_sparse = folder is not None and folder.is_dir() and is_sparse_folder(folder)
+    if kind == "dense" or (kind == "auto" and not saved_sparse):
         return load_model(args)
     if args.pooling is not None:
         raise ValueError(f"--pooling {args.pooling}: a sparse model pools as its SpladePooling says")
@@ -236,35 +238,6 @@ def load_served_model(args: argparse.Namespace) -> Any:
     return SparseEncoder.from_pretrained(
         args.model, device=args.device, precision=args.precision, backend=args.backend
     )
-
-
-def saved_sparse(model: str | None) -> bool:
-    """Whether a local folder was saved as a sparse encoder: ``model_type: SparseEncoder`` in
-    ``config_sentence_transformers.json``, or a SPLADE module in ``modules.json`` (a hub id or
-    the bundled model: no; ``--kind sparse`` serves one sparse).
-
-    Examples:
-        >>> saved_sparse(None), saved_sparse("no/such-folder")
-        (False, False)
-    """
-    import json
-
-    folder = Path(model).expanduser() if model else None
-    if folder is None or not folder.is_dir():
-        return False
-    try:
-        settings = folder / "config_sentence_transformers.json"
-        if (
-            settings.is_file()
-            and json.loads(settings.read_text(encoding="utf-8")).get("model_type") == "SparseEncoder"
-        ):
-            return True
-        listing = folder / "modules.json"
-        modules = json.loads(listing.read_text(encoding="utf-8")) if listing.is_file() else []
-    except (OSError, ValueError):
-        return False  # unreadable: the dense loader names the file
-    types = [str(module.get("type", "")) for module in modules if isinstance(module, dict)]
-    return any(type_name.rsplit(".", 1)[-1] in SPARSE_MODULES for type_name in types)
 
 
 def served_names(specs: list[str] | None, models: list[str], given: list[str]) -> dict[str, list[str]]:
