@@ -233,7 +233,7 @@ def _cards(served: Services) -> list[dict[str, Any]]:
     """OpenAI's model object for every served name, and the cross-encoder's, each with its ``kind``
     (``dense``, ``sparse`` or ``cross-encoder``: which routes it answers)."""
     service = served.default
-    kinds = [(name, each.kind) for each in served.all for name in each.names]
+    kinds: list[tuple[str, str]] = [(name, each.kind) for each in served.all for name in each.names]
     if service.cross_encoder:
         kinds.append((service.cross_encoder.name, "cross-encoder"))
     return [

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.sparse
@@ -24,9 +24,10 @@ from sbert.encoder.prompts import Prompts
 from sbert.inference.cpu import this_cpu
 from sbert.inference.plan import EnginePlan
 from sbert.inference.precision import ComputeBackend, ComputePrecision
+from sbert.modules.transformer import Transformer
 from sbert.server import abilities
 from sbert.server.abilities import is_sparse
-from sbert.server.schemas import FLOAT32_MAX, APIError, SparseDecodeRequest
+from sbert.server.schemas import FLOAT32_MAX, APIError, SparseDecodeRequest, TEIErrorType
 from sbert.sparse import decode as decoding
 from sbert.sparse.model import SparseEncoder
 from sbert.sparse.vectors import to_csr
@@ -34,7 +35,7 @@ from sbert.sparse.vectors import to_csr
 # TEI's message for /embed_sparse on a model without SPLADE pooling (core/src/infer.rs), and the
 # error type and status it answers it with (Backend, 424).
 NOT_SPLADE = "Model is not an embedding model with SPLADE pooling"
-TEI_BACKEND = (424, "Backend")
+TEI_BACKEND: tuple[int, TEIErrorType] = (424, "Backend")
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,13 @@ class SparseServed:
     ) -> list[int]:
         """Tokens of each sentence before truncation, special tokens and the prompt included."""
         text = self.prompts.resolve(prompt_name, prompt) or ""
-        counts = self.encoder.input_module.token_counts([text + sentence for sentence in sentences])
-        return [int(count) for count in counts]
+        texts = [text + sentence for sentence in sentences]
+        module = self.encoder.input_module
+        if isinstance(module, Transformer):  # an MLM transformer is one: its own count, casing included
+            return module.token_counts(texts)
+        # a static weight per token (an inference-free query side): no special tokens
+        ids = self.tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+        return [len(row) for row in ids]
 
 
 def served(model: Any) -> Any:
@@ -247,7 +253,7 @@ def sparse_matrix(body: SparseDecodeRequest, size: int) -> scipy.sparse.csr_matr
 def tokens_of(model: Any, matrix: scipy.sparse.csr_matrix, top_k: int | None) -> list[list[dict[str, Any]]]:
     """Each row's ``{"token", "value"}``, heaviest first, ties by index (``SparseEncoder.decode``:
     a dense model's tokenizer is read the same way)."""
-    decoded = decoding.decode(matrix, abilities.tokenizer_of(model), top_k)
+    decoded = cast(list[decoding.TokenWeights], decoding.decode(matrix, abilities.tokenizer_of(model), top_k))
     return [[{"token": token, "value": np.float32(value)} for token, value in row] for row in decoded]
 
 
