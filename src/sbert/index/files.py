@@ -92,10 +92,12 @@ def file_record(path: Path) -> dict[str, Any]:
 
 def _is_index(folder: Path) -> bool:
     manifest = read_json(folder / MANIFEST_FILE, or_none=True)
-    return isinstance(manifest, dict) and manifest.get("format") == "sbert-index"
+    # A sparse index (sbert.index.sparse_index) is an index too: either kind may replace the other.
+    return isinstance(manifest, dict) and manifest.get("format") in ("sbert-index", "sbert-sparse-index")
 
 
-INDEX_FILES = frozenset({FAISS_FILE, IDS_FILE, CORPUS_FILE, RESCORE_FILE, MANIFEST_FILE})
+SPARSE_FILES = frozenset({"vectors.npz", "seismic.index.seismic"})  # sbert.index.sparse_index's own
+INDEX_FILES = frozenset({FAISS_FILE, IDS_FILE, CORPUS_FILE, RESCORE_FILE, MANIFEST_FILE}) | SPARSE_FILES
 # An index is swapped in whole: a rebuild refuses a folder holding files of the user's.
 INDEX = OutputKind("index", recognise=_is_index, owns=lambda folder, name: name in INDEX_FILES)
 
