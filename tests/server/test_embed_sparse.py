@@ -243,3 +243,44 @@ def test_answers_match_the_document(sparse_server: ServerProcess) -> None:
         check(path, "post", post(sparse_server, path, body))
     for path in ("/v1/models", "/health", "/info"):
         check(path, "get", httpx.get(f"{sparse_server.url}{path}", timeout=30))
+
+
+CORPUS = ["a man plays the guitar", "the dog runs in the park", "rain and sun", "a child eats food"]
+
+
+@pytest.fixture(scope="module")
+def indexed_server(
+    splade_dir: Path, splade: SparseEncoder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """The SPLADE model served with an exact sparse index of CORPUS (``--index``)."""
+    from sbert.index.sparse_index import SparseIndex
+
+    folder = tmp_path_factory.mktemp("sparse-index") / "index"
+    vectors = splade.encode_document(CORPUS, sparse_format="scipy")
+    SparseIndex.build(vectors, texts=CORPUS, model=splade).save(folder)
+    args = tiny_server_args(splade_dir, "--served-model-name", "tiny-splade", "--index", str(folder))
+    process = ServerProcess(args).wait_ready()
+    yield process
+    process.terminate()
+    process.wait_exit()
+
+
+def test_search_over_a_sparse_index(indexed_server: ServerProcess, splade: SparseEncoder) -> None:
+    from sbert.index.sparse_index import SparseIndex
+
+    index = SparseIndex.build(splade.encode_document(CORPUS, sparse_format="scipy"), texts=CORPUS)
+    for query in ("music and guitar", "a dog in the rain"):
+        answer = post(indexed_server, "/search", {"query": query, "top_k": 3})
+        assert answer.status_code == 200, answer.text
+        expected = index.search(splade.encode_query([query], sparse_format="scipy"), top_k=3)[0]
+        results = answer.json()["results"]
+        assert [hit["corpus_id"] for hit in results] == [hit.corpus_id for hit in expected]
+        assert [hit["text"] for hit in results] == [CORPUS[hit.corpus_id] for hit in expected]
+        np.testing.assert_allclose(
+            [hit["score"] for hit in results], [hit.score for hit in expected], atol=1e-5
+        )
+        assert answer.json()["model"] == "tiny-splade" and answer.json()["usage"]["prompt_tokens"] > 0
+    long = post(indexed_server, "/search", {"query": LONG, "truncate": False})
+    assert long.status_code == 413 and long.json()["error"]["param"] == "query"
+    cut = post(indexed_server, "/search", {"query": LONG}).json()["truncated"]
+    assert cut == [{"param": "query", "tokens": 108}]  # "query: " (the model's query prompt) counted

@@ -135,6 +135,14 @@ class SparseServed:
         )
         return to_csr(vectors, self.dim)
 
+    def encode_query(self, sentences: Sequence[str], prompt: str | None = None) -> scipy.sparse.csr_matrix:
+        """``(n, vocabulary)`` float32 CSR of search queries: ``encoder.encode_query`` (an
+        inference-free model's query route), ``prompt`` before each (``""`` or ``None``: none)."""
+        vectors = self.encoder.encode_query(
+            list(sentences), prompt=prompt or "", show_progress_bar=False, sparse_format="scipy"
+        )
+        return to_csr(vectors, self.dim)
+
     def token_counts(
         self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
     ) -> list[int]:
