@@ -7,8 +7,10 @@ sparse model's requests go through the same :class:`~sbert.server.batcher.Batche
 model's (one queue, one worker thread, requests merged into one ``encode()`` call): its ``encode``
 answers a float32 CSR matrix ``(n, vocabulary)`` instead of a dense array, and the batcher hands
 each request its rows of it (CSR slices by rows as an array does). What only a dense model can do
-(/embed, /v1/embeddings, /similarity, /search, a bi-encoder /rerank) is refused by
-:func:`refuse_sparse`; TEI's /embed_sparse refuses a dense model as TEI does (424 ``Backend``).
+(/embed, /v1/embeddings, /similarity, a bi-encoder /rerank) is refused by :func:`refuse_sparse`;
+TEI's /embed_sparse refuses a dense model as TEI does (424 ``Backend``). A sparse model's /search
+runs over a sparse index (:class:`~sbert.index.sparse_index.SparseIndex`), its query on the query
+route (:meth:`SparseServed.encode_query`).
 """
 
 from __future__ import annotations

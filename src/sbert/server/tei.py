@@ -1,5 +1,7 @@
 """text-embeddings-inference's routes: ``/embed`` (also ``POST /`` and ``/invocations``, as TEI serves an
-embedding model), ``/embed_all``, ``/tokenize``, ``/decode``, ``/info``, and its ``/rerank`` and
+embedding model), ``/embed_sparse`` (a SPLADE model's; ``/`` too for one, as TEI routes it, at commit
+0d124dc9773be6ac5a9a57d8439aba9bbbf33273), ``/embed_all``, ``/tokenize``, ``/decode`` (and sbert's
+``/decode`` of sparse vectors, ``inputs``), ``/info``, and its ``/rerank`` and
 ``/similarity`` bodies, with TEI's bodies and answer shapes, so that a TEI client
 works unchanged.
 
