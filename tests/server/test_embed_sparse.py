@@ -102,8 +102,12 @@ def test_embed_sparse_as_tei_documents_it(sparse_server: ServerProcess, splade: 
     assert_same(many.json(), pairs(splade, TEXTS))
     prompted = post(sparse_server, "/embed_sparse", {"inputs": TEXTS[:2], "prompt_name": "query"})
     assert_same(prompted.json(), pairs(splade, TEXTS[:2], prompt_name="query"))
-    # TEI serves a SPLADE model's POST / (and /invocations) as /embed_sparse
-    assert_same(post(sparse_server, "/", {"inputs": TEXTS}).json(), pairs(splade, TEXTS))
+    # TEI serves a SPLADE model's POST / (and /invocations) as /embed_sparse; /embed's `normalize`
+    # does not apply there (TEI ignores it), `dimensions` is refused
+    root = post(sparse_server, "/invocations", {"inputs": TEXTS, "normalize": True})
+    assert_same(root.json(), pairs(splade, TEXTS))
+    cut = post(sparse_server, "/", {"inputs": "rain", "dimensions": 8})
+    assert tei_error(cut, 422, "Validation").startswith("dimensions: a sparse model's vectors are not cut")
 
 
 def test_the_values_are_sentence_transformers_too(sparse_server: ServerProcess, splade_dir: Path) -> None:

@@ -87,25 +87,37 @@ async def embed(request: Request) -> Response:
 
 async def root(request: Request) -> Response:
     """TEI's ``POST /`` and ``/invocations``: /embed's body, or /similarity's (``inputs`` an object),
-    which huggingface_hub's ``InferenceClient(base_url=URL).sentence_similarity`` posts there; for a
-    sparse model /embed_sparse's (TEI routes them to ``embed_sparse`` for a SPLADE model)."""
+    which huggingface_hub's ``InferenceClient(base_url=URL).sentence_similarity`` posts there; a
+    sparse model answers /embed's body as /embed_sparse (TEI routes ``/`` so for a SPLADE model)."""
     service = services_of(request).default
     limits = service.limits
-    sparse = abilities.is_sparse(service.model)
-
-    def shape(data: dict[str, Any]) -> Any:
-        if isinstance(data.get("inputs"), dict):
-            return TEISimilarityRequest
-        return EmbedSparseRequest if sparse else EmbedRequest
-
-    body: EmbedRequest | EmbedSparseRequest | TEISimilarityRequest = parse_body(
-        await read_body(request, limits), shape, limits.max_items
+    body: EmbedRequest | TEISimilarityRequest = parse_body(
+        await read_body(request, limits), _root_shape, limits.max_items
     )
     if isinstance(body, TEISimilarityRequest):
         return await similarity(service, body)
-    if isinstance(body, EmbedSparseRequest):
-        return await sparse_embedded(service, body)
+    if abilities.is_sparse(service.model):
+        return await sparse_embedded(service, _as_sparse(body))
     return await embedded(service, body)
+
+
+def _root_shape(data: dict[str, Any]) -> Any:
+    return TEISimilarityRequest if isinstance(data.get("inputs"), dict) else EmbedRequest
+
+
+def _as_sparse(body: EmbedRequest) -> EmbedSparseRequest:
+    """/embed's body (the one ``/`` declares) read as /embed_sparse's, as TEI's SPLADE ``/`` reads it:
+    ``normalize`` does not apply (TEI's request struct ignores it); ``dimensions`` is refused (422:
+    a sparse vector is not cut)."""
+    if body.dimensions is not None:
+        message = "dimensions: a sparse model's vectors are not cut (this route answers as /embed_sparse)"
+        raise APIError(422, message, "dimensions", tei=(422, "Validation"))
+    return EmbedSparseRequest(
+        inputs=body.inputs,
+        truncate=body.truncate,
+        truncation_direction=body.truncation_direction,
+        prompt_name=body.prompt_name,
+    )
 
 
 async def embed_sparse(request: Request) -> Response:
