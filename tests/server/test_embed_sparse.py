@@ -142,6 +142,12 @@ def test_long_inputs_are_refused_unless_truncated(
     assert tei_error(empty, 400, "Empty").startswith("inputs: must not be empty")
     unknown = post(sparse_server, "/embed_sparse", {"inputs": "rain", "normalize": True})
     assert "normalize: unknown field" in tei_error(unknown, 422, "Validation")
+    # a lone surrogate (valid JSON) is replaced, as the dense routes replace it
+    odd = httpx.post(f"{sparse_server.url}/embed_sparse", content=b'{"inputs": ["a\\ud800b"]}', timeout=30)
+    assert (
+        odd.status_code == 200
+        and odd.json() == post(sparse_server, "/embed_sparse", {"inputs": "a?b"}).json()
+    )
     prompt = post(sparse_server, "/embed_sparse", {"inputs": "rain", "prompt_name": "nope"})
     assert "prompt_name 'nope'" in tei_error(prompt, 413, "Validation")
 

@@ -22,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 import scipy.sparse
 
+from sbert.base.inputs import valid_utf8
 from sbert.encoder.prompts import Prompts
 from sbert.inference.cpu import this_cpu
 from sbert.inference.plan import EnginePlan
@@ -129,7 +130,7 @@ class SparseServed:
         """``(n, vocabulary)`` float32 CSR: ``encoder.encode`` with ``prompt`` before each sentence
         (``""`` or ``None``: none, not the model's default)."""
         vectors = self.encoder.encode(
-            list(sentences),
+            _valid(sentences),
             prompt=prompt or "",
             batch_size=batch_size,
             show_progress_bar=show_progress_bar,
@@ -141,7 +142,7 @@ class SparseServed:
         """``(n, vocabulary)`` float32 CSR of search queries: ``encoder.encode_query`` (an
         inference-free model's query route), ``prompt`` before each (``""`` or ``None``: none)."""
         vectors = self.encoder.encode_query(
-            list(sentences), prompt=prompt or "", show_progress_bar=False, sparse_format="scipy"
+            _valid(sentences), prompt=prompt or "", show_progress_bar=False, sparse_format="scipy"
         )
         return to_csr(vectors, self.dim)
 
@@ -150,7 +151,7 @@ class SparseServed:
     ) -> list[int]:
         """Tokens of each sentence before truncation, special tokens and the prompt included."""
         text = self.prompts.resolve(prompt_name, prompt) or ""
-        texts = [text + sentence for sentence in sentences]
+        texts = _valid([text + sentence for sentence in sentences])
         module = self.encoder.input_module
         if isinstance(module, Transformer):  # an MLM transformer is one: its own count, casing included
             return module.token_counts(texts)
@@ -265,6 +266,12 @@ def tokens_of(model: Any, matrix: scipy.sparse.csr_matrix, top_k: int | None) ->
     a dense model's tokenizer is read the same way)."""
     decoded = cast(list[decoding.TokenWeights], decoding.decode(matrix, abilities.tokenizer_of(model), top_k))
     return [[{"token": token, "value": np.float32(value)} for token, value in row] for row in decoded]
+
+
+def _valid(texts: Sequence[str]) -> list[str]:
+    """The texts with lone surrogates (JSON's ``"\\ud800"``) replaced, as the dense model's tokenizing
+    replaces them: a Rust tokenizer refuses them."""
+    return [valid_utf8(text) for text in texts]
 
 
 def _prompts_of(encoder: Any) -> Prompts:
