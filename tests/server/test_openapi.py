@@ -164,8 +164,10 @@ def test_schemathesis_with_every_check_finds_nothing(server: ServerProcess, tmp_
     # The server's own count: every operation was called, none answered with a 5xx.
     metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
     counted = re.findall(r'sbert_requests_total\{endpoint="([^"]+)",status="(\d+)"\} ([0-9.]+)', metrics)
-    # 424 too: TEI's routes answer a failure of the model so (TEI's "Backend"), no input should cause one.
-    assert not [line for line in counted if line[1].startswith("5") or line[1] == "424"], counted
+    # 424 too: TEI's routes answer a failure of the model so (TEI's "Backend"), no input should cause
+    # one; but /embed_sparse answers this dense model 424 as TEI does (declared, schemathesis.toml).
+    failed = [line for line in counted if line[1].startswith("5") or line[1] == "424"]
+    assert not [line for line in failed if line[:2] != ("/embed_sparse", "424")], counted
     fuzzed = {endpoint for endpoint, _, _ in counted}
     assert {op.path for op in OPERATIONS} <= fuzzed
 

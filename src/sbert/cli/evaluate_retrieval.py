@@ -1,15 +1,25 @@
 """``sbert evaluate retrieval DIR``: NDCG@10, MRR@10, MAP@100 and Recall@k of a BEIR folder or a proxy
-set, by exact search or through an index kind; the arguments are registered by ``cli/evaluate.py``."""
+set, by exact search or through an index kind; the arguments are registered by ``cli/evaluate.py``.
+
+A sparse encoder (a SPLADE folder, told by its ``config_sentence_transformers.json``, or any model
+with ``--sparse``, e.g. a plain ``*ForMaskedLM`` folder) is searched exactly over its sparse vectors,
+and the table adds the active dimensions of queries and documents."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sbert.cli.common import add_prompt_arguments
 from sbert.cli.index import KINDS
 from sbert.data.sources import BEIR_SETS
 
-PROXY_SETS = ("stsb-proxy", "snli-proxy")  # as sbert.data.beir.PROXY_SETS (kept torch-free here)
+PROXY_SETS = (
+    "stsb-proxy",
+    "snli-proxy",
+    "sick-proxy",
+    "sts12-16-proxy",
+)  # as sbert.data.beir.PROXY_SETS (kept torch-free here)
 
 
 def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +48,29 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--run", default=None, help="retrieval: write the (last) ranked lists as a TREC run file"
     )
+    group.add_argument(
+        "--sparse",
+        action="store_true",
+        help="retrieval: load the model as a sparse encoder (SPLADE; a SparseEncoder folder is told on its own)",
+    )
+    group.add_argument(
+        "--max-active-dims",
+        type=int,
+        default=None,
+        help="retrieval, sparse: keep each vector's N largest weights (default: the model's)",
+    )
     add_prompt_arguments(parser, default="the model's query prompt")
+
+
+def is_sparse_model(name: str | None) -> bool:
+    """Whether ``name`` is a local folder saved as a sparse encoder (:func:`~sbert.sparse.format.is_sparse_folder`)."""
+    from pathlib import Path
+
+    if name is None or not Path(name).is_dir():
+        return False
+    from sbert.sparse.format import is_sparse_folder
+
+    return is_sparse_folder(Path(name))
 
 
 def run_retrieval(args: argparse.Namespace) -> int:
@@ -54,6 +86,10 @@ def run_retrieval(args: argparse.Namespace) -> int:
     if args.prompt is not None:
         raise ValueError("retrieval takes prompts by name: --prompt-name (queries), --document-prompt-name")
     dataset = load_retrieval_set(args.dataset, args.data_dir, args.split, args.skip_bad_lines)
+    if args.sparse or is_sparse_model(args.model):
+        return run_sparse_retrieval(args, dataset)
+    if args.max_active_dims is not None:
+        raise ValueError("--max-active-dims applies to a sparse model only (see --sparse)")
     model = load_model(args)
     embedded = embed_set(
         model, dataset, args.prompt_name, args.document_prompt_name, args.batch_size, show_progress_bar=True
@@ -83,6 +119,54 @@ def run_retrieval(args: argparse.Namespace) -> int:
             "precision": model.precision,
             "results": [r.to_dict() for r in results],
         }
+        write_text_atomic(args.output, json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def run_sparse_retrieval(args: argparse.Namespace, dataset: Any) -> int:
+    """Exact search over a sparse encoder's vectors; one table row, with the active dimensions."""
+    import json
+
+    from sbert.base.files import write_text_atomic
+    from sbert.evaluation.retrieval import write_run
+    from sbert.evaluation.sparse_retrieval import evaluate_sparse_retrieval
+    from sbert.sparse.model import SparseEncoder
+
+    refused = [
+        flag
+        for flag, used in (("--index-kind", args.index_kind != ["exact"]), ("--dimensions", args.dimensions))
+        if used
+    ]
+    if refused:
+        raise ValueError(
+            f"{refused[0]} does not apply to a sparse model: it is searched exactly, every dimension"
+        )
+    model = SparseEncoder.from_pretrained(args.model, device=args.device)
+    result = evaluate_sparse_retrieval(
+        model,
+        dataset,
+        args.top_k,
+        args.prompt_name,
+        args.document_prompt_name,
+        args.batch_size,
+        args.max_active_dims,
+        show_progress_bar=True,
+    )
+    print(
+        f"{dataset.name}: {result.queries} queries, {result.documents} documents, sparse model {model.name}"
+    )
+    names = list(result.metrics)
+    print("| search | " + " | ".join(names) + " | search ms/query |")
+    print("|---" * (len(names) + 2) + "|")
+    per_query = 1000 * result.seconds["search"] / max(result.queries, 1)
+    cells = " | ".join(
+        f"{result.metrics[n]:.4f}" if n != "avg_flops" else f"{result.metrics[n]:.2f}" for n in names
+    )
+    print(f"| sparse exact | {cells} | {per_query:.2f} |")
+    if args.run:
+        write_run(result.run, args.run)
+    if args.output:
+        report = {"model": model.name, "sparse": True, "results": [result.to_dict()]}
         write_text_atomic(args.output, json.dumps(report, indent=2) + "\n")
     return 0
 

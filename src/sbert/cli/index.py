@@ -1,4 +1,5 @@
-"""``sbert index build --corpus FILE | --store DIR --output DIR``: a FAISS index of a corpus or a store."""
+"""``sbert index build --corpus FILE | --store DIR --output DIR``: a FAISS index of a corpus or a store;
+``--kind sparse`` / ``--kind seismic``: a sparse index of a corpus encoded by a sparse model (SPLADE)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 from sbert.data.texts import TEXT_FORMATS, read_texts
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from sbert.index.options import IndexOptions
 
 KINDS = ("auto", "flat", "hnsw", "ivf", "binary", "binary_ivf", "ivfpq")  # as sbert.index
+SPARSE_KINDS = {"sparse": "exact", "seismic": "seismic"}  # CLI kind → sbert.index.sparse_index kind
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,10 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--kind",
-        choices=KINDS,
+        choices=(*KINDS, *SPARSE_KINDS),
         default="auto",
         help="flat (exact), hnsw, ivf (float vectors in memory); binary (exact Hamming), binary_ivf, "
-        "ivfpq (compressed, candidates re-scored from disk); auto: by size and --max-memory, and says why",
+        "ivfpq (compressed, candidates re-scored from disk); auto: by size and --max-memory, and says why. "
+        "sparse (exact) and seismic (approximate, Seismic): a sparse index, --model a sparse model (SPLADE)",
     )
     build.add_argument(
         "--max-memory",
@@ -93,7 +96,9 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
+
+    if args.kind in SPARSE_KINDS:
+        return _build_sparse(args)
     from sbert.index import VectorIndex, parse_bytes
     from sbert.index.options import IndexOptions
 
@@ -108,17 +113,8 @@ def _build(args: argparse.Namespace) -> int:
         index = _build_from_store(args, options)
         what = f"{len(index)} vectors of store {args.store}"
     else:
-        texts = read_texts(args.corpus, args.format, args.column)
-        if not texts:
-            raise ValueError(f"{args.corpus}: no sentences to index")
         model = load_model(args)
-        vectors = model.encode_document(
-            texts,
-            batch_size=args.batch_size,
-            show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES,
-            prompt_name=args.prompt_name,
-            prompt=args.prompt,
-        )
+        texts, vectors = _encode_corpus(args, model)
         index = VectorIndex.build(
             vectors,
             texts=texts,
@@ -140,6 +136,66 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_sparse(args: argparse.Namespace) -> int:
+    """A :class:`~sbert.index.sparse_index.SparseIndex` of ``--corpus``, encoded by a sparse model."""
+    from sbert.index.sparse_index import SparseIndex
+
+    if args.store:
+        raise ValueError(
+            f"--kind {args.kind}: a store holds dense vectors; index a --corpus with a sparse model"
+        )
+    if args.dimensions is not None or args.max_memory is not None:
+        raise ValueError(f"--kind {args.kind}: --dimensions and --max-memory are for dense indexes")
+    start = time.perf_counter()
+    model = load_sparse_model(args)
+    texts, vectors = _encode_corpus(args, model)
+    index = SparseIndex.build(
+        vectors,
+        texts=texts,
+        kind=SPARSE_KINDS[args.kind],
+        model=model,
+        identity=resolved_identity(model, args.model),
+    )
+    index.save(args.output)
+    print(
+        f"indexed {len(index)} sentences ({index.kind} sparse, {index.dim} dimensions, "
+        f"{index.matrix.nnz / len(index):.0f} active per document, model {index.model_name}) into "
+        f"{args.output} in {time.perf_counter() - start:.1f} s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _encode_corpus(args: argparse.Namespace, model: Any) -> tuple[list[str], Any]:
+    """The sentences of ``--corpus`` and their document vectors by ``model`` (dense or sparse)."""
+    from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+
+    texts = read_texts(args.corpus, args.format, args.column)
+    if not texts:
+        raise ValueError(f"{args.corpus}: no sentences to index")
+    vectors = model.encode_document(
+        texts,
+        batch_size=args.batch_size,
+        show_progress_bar=len(texts) >= PROGRESS_BAR_MIN_SENTENCES,
+        prompt_name=args.prompt_name,
+        prompt=args.prompt,
+    )
+    return texts, vectors
+
+
+def load_sparse_model(args: argparse.Namespace) -> Any:
+    """The sparse model of ``--model`` (``--pooling`` is a dense model's, refused here)."""
+    from sbert.sparse.model import SparseEncoder
+
+    if args.pooling is not None:
+        raise ValueError("--pooling is a dense model's option; a sparse model pools by its SpladePooling")
+    if args.model is None:
+        raise ValueError("a sparse index needs a sparse model (SPLADE): pass --model")
+    return SparseEncoder.from_pretrained(
+        args.model, device=args.device, precision=args.precision, backend=args.backend
+    )
+
+
 def _build_from_store(args: argparse.Namespace, options: IndexOptions) -> VectorIndex:
     from sbert.index.building import StoreSource, build_index
     from sbert.store import EmbeddingStore
@@ -159,7 +215,7 @@ def _build_from_store(args: argparse.Namespace, options: IndexOptions) -> Vector
     )
 
 
-def resolved_identity(model: SentenceEncoder, name: str | None) -> ModelIdentity:
+def resolved_identity(model: SentenceEncoder | Any, name: str | None) -> ModelIdentity:
     """The model's identity with the absolute directory its weights came from.
 
     A search then loads exactly that directory, never re-resolving a relative name (which another

@@ -1,18 +1,26 @@
 """``sbert search --index DIR "query" ...`` (or ``--corpus FILE``): the nearest sentences of each query;
-``--rescore-with MODEL`` re-ranks the index's candidates with a stronger model (a cascade)."""
+``--rescore-with MODEL`` re-ranks the index's candidates with a stronger model (a cascade). ``--index``
+may be a sparse index; ``--sparse-index DIR`` with a dense ``--index`` is hybrid search."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
 
 if TYPE_CHECKING:
     from sbert.encoder.model import SentenceEncoder
 from sbert.cli.index import add_text_arguments
+from sbert.cli.search_sparse import (
+    add_sparse_arguments,
+    check_sparse_arguments,
+    is_sparse,
+    run_hybrid,
+    run_sparse,
+)
 from sbert.data.texts import read_texts
 
 # sbert.index.cascade.DEFAULT_CANDIDATES, written out: importing it would import torch for
@@ -31,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("queries", nargs="+", help="one or more query sentences")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--index", help="index directory from `sbert index build`")
+    source.add_argument("--index", help="index directory from `sbert index build` (dense or sparse)")
     source.add_argument("--corpus", help="corpus file, embedded now and searched exactly")
     parser.add_argument("--top-k", "-k", type=int, default=5, help="results per query (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per query")
@@ -60,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"--rescore-with: candidates taken from the index per query (default {DEFAULT_CANDIDATES}; "
         "at least --top-k)",
     )
+    add_sparse_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -69,15 +78,19 @@ def run(args: argparse.Namespace) -> int:
     if args.top_k < 1:
         raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     check_cascade_arguments(args)
-    if args.index and args.rescore_with:
+    check_sparse_arguments(args)
+    if args.index and args.sparse_index:
+        results, texts = run_hybrid(args, lambda top_k: dense_search(args, top_k))
+    elif args.index and is_sparse(args.index):
+        if args.rescore_with:
+            raise ValueError(
+                f"{args.index} is a sparse index: --rescore-with re-ranks a dense index's candidates"
+            )
+        results, texts = run_sparse(args)
+    elif args.index and args.rescore_with:
         results, texts = cascade(args)
     elif args.index:
-        from sbert.index import VectorIndex
-
-        model = load_model_of_index(args)
-        index = VectorIndex.load(args.index, model=model)
-        queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
-        results = index.search(index.query_vectors(queries), top_k=args.top_k)
+        index, results = dense_search(args, args.top_k)
         found = sorted({hit.corpus_id for hits in results for hit in hits})
         texts = dict(zip(found, index.texts_of(found)))
     else:
@@ -92,6 +105,16 @@ def run(args: argparse.Namespace) -> int:
     for query, hits in zip(args.queries, results):
         print_hits(query, hits, texts, args.json)
     return 0
+
+
+def dense_search(args: argparse.Namespace, top_k: int) -> tuple[Any, list[list[Hit]]]:
+    """The dense ``--index`` (checked against its model) and the ``top_k`` hits of each query."""
+    from sbert.index import VectorIndex
+
+    model = load_model_of_index(args)
+    index = VectorIndex.load(args.index, model=model)
+    queries = model.encode_query(args.queries, prompt_name=args.prompt_name, prompt=args.prompt)
+    return index, index.search(index.query_vectors(queries), top_k=top_k)
 
 
 def check_cascade_arguments(args: argparse.Namespace) -> None:

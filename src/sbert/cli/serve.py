@@ -20,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="serve embeddings, similarity, search and rerank over HTTP",
         description="An OpenAI-compatible /v1/embeddings (also /embeddings) plus /similarity, /search, "
         "/rerank, /health, /v1/models and /metrics, text-embeddings-inference's /, /invocations, "
-        "/embed, /embed_all, /tokenize, /decode, /info and /ping, an OpenAPI document at /openapi.json "
+        "/embed, /embed_sparse (a SPLADE model), /embed_all, /tokenize, /decode, /info and /ping, an "
+        "OpenAPI document at /openapi.json "
         "and Swagger UI at /docs; concurrent requests are batched together on one thread per model.",
     )
     _add_server_arguments(parser)
@@ -65,6 +66,15 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "NAME alone names the first model, MODEL=NAME the one served as MODEL. Answers give the "
         "model's --model NAME, else its first served name, else its own name; a model is "
         "addressed by these names only",
+    )
+    parser.add_argument(
+        "--kind",
+        choices=["auto", "dense", "sparse"],
+        default="auto",
+        help="the kind of every --model: sparse serves /embed_sparse (SPLADE), dense /v1/embeddings "
+        "and /embed. auto (default): sparse for a folder saved as a sparse encoder (model_type "
+        "SparseEncoder, or SPLADE modules in modules.json), else dense; a plain *ForMaskedLM folder "
+        "needs --kind sparse",
     )
     parser.add_argument(
         "--max-concurrent-requests",
@@ -153,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
         batch_wait_ms=args.batch_wait_ms,
         pack=args.pack,
     )
-    models = load_models(args)
+    from sbert.server.sparse_served import served  # a SPLADE model wrapped for the server
+
+    models = {name: served(each) for name, each in load_models(args).items()}
     (first, model), *more = models.items()
     options = ServeOptions(
         host=args.host,
@@ -204,8 +216,28 @@ def load_models(args: argparse.Namespace) -> dict[str, Any]:
         name, path = model_spec(spec)
         if name in models:
             raise ValueError(f"--model: two models named {name!r}; give each its own name (NAME=PATH)")
-        models[name] = load_model(argparse.Namespace(**{**vars(args), "model": path}))
+        models[name] = load_served_model(argparse.Namespace(**{**vars(args), "model": path}))
     return models
+
+
+def load_served_model(args: argparse.Namespace) -> Any:
+    """``--model`` as ``--kind`` says: a :class:`~sbert.SparseEncoder`, or the dense model ``load_model``
+    loads (``auto``: sparse for a local folder saved as a sparse encoder,
+    :func:`sbert.sparse.format.is_sparse_folder`)."""
+    from sbert.sparse.format import is_sparse_folder
+
+    kind = getattr(args, "kind", "auto")
+    folder = Path(args.model).expanduser() if args.model else None
+    saved_sparse = folder is not None and folder.is_dir() and is_sparse_folder(folder)
+    if kind == "dense" or (kind == "auto" and not saved_sparse):
+        return load_model(args)
+    if args.pooling is not None:
+        raise ValueError(f"--pooling {args.pooling}: a sparse model pools as its SpladePooling says")
+    from sbert.sparse.model import SparseEncoder
+
+    return SparseEncoder.from_pretrained(
+        args.model, device=args.device, precision=args.precision, backend=args.backend
+    )
 
 
 def served_names(specs: list[str] | None, models: list[str], given: list[str]) -> dict[str, list[str]]:

@@ -14,6 +14,9 @@ Recipes and their data (the data directory holds no SNLI/MultiNLI train split, s
 - ``file``: any loss on a user's CSV/TSV/JSONL pairs or triplets, with an optional scored dev file.
 - ``cross-stsb``: the paper's BERT-STSb cross-encoder baseline: a regression head on
   ``[CLS] A [SEP] B [SEP]``, sigmoid output fitted to the 0-1 scaled score, 4 epochs on STSb train.
+- ``sparse``: a SPLADE sparse encoder from ``--base`` (a SPLADE or ``*ForMaskedLM`` folder), SpladeLoss
+  (in-batch negatives + FLOPS regularisation) on ``--train`` pairs/triplets or NLI triplets, kept by
+  NDCG@10 on ``--dev-retrieval`` (default stsb-proxy).
 
 Every recipe keeps the model with the best STSb dev Spearman, then reports STSb test in
 ``OUTPUT/results.json`` when the data directory has it.
@@ -41,6 +44,7 @@ from sbert.base.options import (
     FILE_LOSSES,
     PAPER_CONCATENATION,
     POOLING_MODES,
+    SPARSE_OBJECTIVES,
     TRAINING_FORMATS,
     TRIPLET_DISTANCES,
 )
@@ -60,11 +64,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "triplet": "triplet objective on NLI triplets (1 epoch)",
         "file": "any loss on your own CSV/TSV/JSONL pairs or triplets",
         "cross-stsb": "BERT cross-encoder, regression on STSb train (4 epochs): the paper's baseline",
+        "sparse": "SPLADE sparse encoder: SpladeLoss on pairs/triplets, kept by retrieval NDCG@10",
     }
     for name, text in helps.items():
         recipe = recipes.add_parser(name, help=text, description=text)
         _add_common_arguments(recipe)
-        if name in ("nli", "nli-stsb", "triplet"):
+        if name in ("nli", "nli-stsb", "triplet", "sparse"):
             recipe.add_argument(
                 "--nli-file",
                 action="append",
@@ -80,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             )
         if name == "file":
             _add_file_arguments(recipe)
+        if name == "sparse":
+            _add_sparse_arguments(recipe)
         recipe.set_defaults(handler=run)
 
 
@@ -180,6 +187,63 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines (and count them)")
 
 
+def _add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--train",
+        default=None,
+        help="(anchor, positive[, negative]) .csv/.tsv/.jsonl (default: NLI triplets)",
+    )
+    parser.add_argument("--format", choices=TRAINING_FORMATS, default="auto", help="training file format")
+    parser.add_argument(
+        "--loss",
+        choices=SPARSE_OBJECTIVES,
+        default="splade",
+        help="splade: in-batch negatives + FLOPS regularisation (default); sparse-mnrl: without it",
+    )
+    parser.add_argument(
+        "--document-regularizer-weight",
+        type=float,
+        default=3e-5,
+        help="FLOPS weight of documents (default 3e-5)",
+    )
+    parser.add_argument(
+        "--query-regularizer-weight",
+        type=_weight_or_none,
+        default=5e-5,
+        help="FLOPS weight of queries (default 5e-5; none: not regularised, for a static query side)",
+    )
+    parser.add_argument(
+        "--regularizer-warmup",
+        type=float,
+        default=1 / 3,
+        help="share of the steps over which the FLOPS weights grow quadratically from 0 (default 1/3)",
+    )
+    parser.add_argument(
+        "--dev-retrieval",
+        default=None,
+        metavar="SET",
+        help="retrieval dev set: a BEIR folder (its dev qrels), scifact, nfcorpus or stsb-proxy (default) "
+        "/ snli-proxy",
+    )
+    parser.add_argument(
+        "--max-active-dims",
+        type=int,
+        default=None,
+        help="keep each vector's N largest weights (dev and model)",
+    )
+    parser.add_argument(
+        "--static-lr",
+        type=float,
+        default=1e-3,
+        help="inference-free models: learning rate of the static query table (default 1e-3)",
+    )
+    parser.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines (and count them)")
+
+
+def _weight_or_none(text: str) -> float | None:
+    return None if text.lower() == "none" else float(text)
+
+
 def run(args: argparse.Namespace) -> int:
     from sbert.training import TrainingDivergedError
     from sbert.training.recipes import train_recipe
@@ -217,6 +281,19 @@ def recipe_config(args: argparse.Namespace) -> RecipeConfig:
             "mini_batch_size": args.mini_batch_size,
             "matryoshka_dimensions": tuple(args.matryoshka_dims or ()),
             **({"labels": args.labels.split(",")} if args.labels else {}),
+        }
+    if args.recipe == "sparse":
+        file_options = {
+            "train_file": args.train,
+            "file_format": args.format,
+            "dev_retrieval": args.dev_retrieval,
+            "skip_bad_lines": args.skip_bad_lines,
+            "sparse_loss": args.loss,
+            "document_regularizer_weight": args.document_regularizer_weight,
+            "query_regularizer_weight": args.query_regularizer_weight,
+            "regularizer_warmup": args.regularizer_warmup,
+            "max_active_dims": args.max_active_dims,
+            "static_learning_rate": args.static_lr,
         }
     concatenation = getattr(args, "concatenation", None)
     return RecipeConfig(
@@ -284,6 +361,8 @@ def _print_results(output: Path, recipe: str) -> None:
     for stage, folder in stages:
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         summary = ", ".join(
-            f"{key} {value:.2f}" for key, value in results.items() if "spearman" in key and value
+            f"{key} {value:.4f}" if "ndcg" in key else f"{key} {value:.2f}"
+            for key, value in results.items()
+            if ("spearman" in key or "ndcg" in key) and value
         )
         print(f"{stage}: model saved to {folder} ({summary})")

@@ -16,10 +16,12 @@ from pathlib import Path
 from sbert.data.errors import BadLines
 from sbert.data.paths import MissingDataError, missing_data_message, resolve_data_dir
 from sbert.data.readers import read_snli_senteval, read_stsb
+from sbert.data.records import ScoredPair
 from sbert.data.sources import BEIR_DIR, BEIR_SETS
+from sbert.data.sts import STS_SUBSETS, read_sick, read_sts
 
 # The proxy sets, by name: what sbert evaluate retrieval builds from the data folder (see below).
-PROXY_SETS = ("stsb-proxy", "snli-proxy")
+PROXY_SETS = ("stsb-proxy", "snli-proxy", "sick-proxy", "sts12-16-proxy")
 
 
 @dataclass
@@ -77,7 +79,7 @@ def read_beir(folder: str | Path, split: str = "test", skip_bad_lines: bool = Fa
 def load_retrieval_set(
     dataset: str | Path, data_dir: str | Path | None = None, split: str = "test", skip_bad_lines: bool = False
 ) -> RetrievalSet:
-    """A proxy set by name (``stsb-proxy``, ``snli-proxy``), a downloaded BEIR set by name (``scifact``,
+    """A proxy set by name (``stsb-proxy``, ``snli-proxy``, ``sick-proxy``, ``sts12-16-proxy``), a downloaded BEIR set by name (``scifact``,
     ``nfcorpus``), or a BEIR folder by path: what ``sbert evaluate retrieval`` and
     ``sbert train file --dev-retrieval`` take.
 
@@ -128,8 +130,21 @@ def proxy_set(name: str, data_dir: str | Path | None = None) -> RetrievalSet:
       it, so a query never finds itself).
     - ``snli-proxy``: each SNLI test premise is a query, its entailed hypotheses the relevant
       documents; the corpus is every SNLI test hypothesis.
+    - ``sick-proxy``: as ``stsb-proxy``, over SICK's test pairs (SemEval 2014 split) of relatedness
+      ≥ 4 (of 1-5): ``sentence_A`` the query, ``sentence_B`` the relevant document, the corpus every
+      other SICK test sentence.
+    - ``sts12-16-proxy``: as ``stsb-proxy``, over every scored pair of every STS 2012-2016 test
+      subset together (first-release text, whitespace stripped; 0-5 scores).
 
-    They are proxies: short sentences, one or a few relevant documents, not BEIR's passages.
+    A query never is in the corpus, so it never finds itself; a pair whose relevant sentence is itself
+    a query is dropped, and a query with no relevant sentence left is dropped too. Equal texts are
+    one document. They are proxies: short sentences, one or a few relevant documents, not BEIR's
+    passages.
+
+    Examples:
+        >>> sick = proxy_set("sick-proxy", "../shared/data")
+        >>> set(sick.queries.values()) & set(sick.corpus.values())
+        set()
     """
     if name == "stsb-proxy":
         pairs = [(p.sentence1, p.sentence2) for p in read_stsb("test", data_dir) if p.score >= 4]
@@ -140,7 +155,21 @@ def proxy_set(name: str, data_dir: str | Path | None = None) -> RetrievalSet:
         rows = read_snli_senteval("test", data_dir)
         pairs = [(r.sentence1.strip(), r.sentence2.strip()) for r in rows if r.label == "entailment"]
         return _from_pairs(name, pairs, sorted({r.sentence2.strip() for r in rows}))
+    if name == "sick-proxy":
+        return _from_scored(name, read_sick("test", data_dir), threshold=4.0)
+    if name == "sts12-16-proxy":
+        scored = [p for year in STS_SUBSETS for pairs in read_sts(year, data_dir).values() for p in pairs]
+        return _from_scored(name, scored, threshold=4.0)
     raise ValueError(f"unknown proxy set {name!r}; choose one of {', '.join(PROXY_SETS)}")
+
+
+def _from_scored(name: str, scored: list[ScoredPair], threshold: float) -> RetrievalSet:
+    """Queries: ``sentence1`` of the pairs scored ≥ ``threshold``; corpus: every other sentence."""
+    # STS12-16's first-release lines carry stray spaces: stripped, so equal sentences are one document.
+    stripped = [(p.sentence1.strip(), p.sentence2.strip(), p.score) for p in scored]
+    pairs = [(q, d) for q, d, score in stripped if score >= threshold and q != d]
+    every = {s for q, d, _ in stripped for s in (q, d)}
+    return _from_pairs(name, pairs, sorted(every - {q for q, _ in pairs}))
 
 
 def _from_pairs(name: str, pairs: list[tuple[str, str]], documents: list[str]) -> RetrievalSet:

@@ -4,7 +4,9 @@
 - :mod:`~sbert.index.vector_index`: :class:`VectorIndex` (build, search, save, load);
 - :mod:`~sbert.index.options`: :class:`IndexOptions`, how both builders build;
 - :mod:`~sbert.index.building`: building from an embedding store in bounded memory;
-- :mod:`~sbert.index.files`: the directory's files and their checks.
+- :mod:`~sbert.index.files`: the directory's files and their checks;
+- :mod:`~sbert.index.sparse_index`: :class:`SparseIndex`, sparse vectors (SPLADE), exact or Seismic;
+- :mod:`~sbert.index.hybrid`: dense and sparse results fused (reciprocal rank, weighted sum).
 """
 
 from sbert.index.files import (
@@ -16,6 +18,7 @@ from sbert.index.files import (
     IndexLoadError,
     read_manifest,
 )
+from sbert.index.hybrid import HybridIndex, fuse, reciprocal_rank_fusion, weighted_fusion
 from sbert.index.kinds import (
     COMPRESSED_KINDS,
     INDEX_KINDS,
@@ -27,6 +30,7 @@ from sbert.index.kinds import (
 )
 from sbert.index.options import IndexOptions
 from sbert.index.recall import recall_at_k
+from sbert.index.sparse_index import SparseIndex
 from sbert.index.vector_index import METRICS, VectorIndex
 
 __all__ = [
@@ -39,13 +43,18 @@ __all__ = [
     "METRICS",
     "RESCORE_FILE",
     "Choice",
+    "HybridIndex",
     "IndexLoadError",
     "IndexOptions",
+    "SparseIndex",
     "VectorIndex",
     "choose_kind",
     "default_params",
+    "fuse",
     "memory_bytes",
     "parse_bytes",
     "read_manifest",
     "recall_at_k",
+    "reciprocal_rank_fusion",
+    "weighted_fusion",
 ]

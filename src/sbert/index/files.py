@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,12 @@ FAISS_FILE, IDS_FILE, CORPUS_FILE, MANIFEST_FILE = "index.faiss", "ids.npy", "co
 RESCORE_FILE = "rescore.npy"
 
 
+DENSE_INDEX_FORMAT, SPARSE_INDEX_FORMAT = "sbert-index", "sbert-sparse-index"  # manifest.json's "format"
+INDEX_FORMATS = {DENSE_INDEX_FORMAT: "index", SPARSE_INDEX_FORMAT: "sparse index"}  # what each is called
+_OTHER_NAMES = {DENSE_INDEX_FORMAT: "dense index", SPARSE_INDEX_FORMAT: "sparse index"}  # told apart
+_LOADERS = {DENSE_INDEX_FORMAT: "VectorIndex", SPARSE_INDEX_FORMAT: "SparseIndex"}
+
+
 class IndexLoadError(ModelLoadError):
     """An index directory is missing a file, is corrupt, or does not match the model."""
 
@@ -51,21 +58,33 @@ def sha256(path: Path) -> str:
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest, with every field that loading needs; the error names the file and the field."""
+    required = ("dimension", "metric", "count", "kind", "params", "faiss_bytes", "faiss_sha256", "model")
+    return read_index_manifest(path, DENSE_INDEX_FORMAT, required, INDEX_KINDS)
+
+
+def read_index_manifest(
+    path: Path, index_format: str, required: tuple[str, ...], kinds: Iterable[str]
+) -> dict[str, Any]:
+    """The manifest of an index of ``index_format`` (dense or sparse), with its ``required`` fields
+    and a ``kind`` among ``kinds``; the error names the file and the field."""
+    what = INDEX_FORMATS[index_format]
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
-        raise IndexLoadError(f"{path}: missing; is {path.parent} an sbert index directory?") from error
+        raise IndexLoadError(f"{path}: missing; is {path.parent} an sbert {what} directory?") from error
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise IndexLoadError(f"{path}: not valid JSON: {error}") from error
-    if not isinstance(manifest, dict) or manifest.get("format") != "sbert-index":
-        raise IndexLoadError(f"{path}: not an sbert index manifest")
-    required = ("dimension", "metric", "count", "kind", "params", "faiss_bytes", "faiss_sha256", "model")
+    found = manifest.get("format") if isinstance(manifest, dict) else None
+    if found != index_format:
+        other = f" (a {_OTHER_NAMES[found]}: load it with {_LOADERS[found]})" if found in _LOADERS else ""
+        raise IndexLoadError(f"{path}: not an sbert {what} manifest{other}")
     missing = [key for key in required if key not in manifest]
     if missing:
         raise IndexLoadError(f"{path}: missing field(s) {', '.join(missing)}")
-    if manifest["kind"] not in INDEX_KINDS:
+    if manifest["kind"] not in kinds:
         raise IndexLoadError(
-            f"{path}: kind {manifest['kind']!r} is not an index kind ({', '.join(INDEX_KINDS)}); "
+            f"{path}: kind {manifest['kind']!r} is not {'an' if what == 'index' else 'a'} {what} kind "
+            f"({', '.join(kinds)}); "
             "was the manifest edited? Rebuild the index."
         )
     if not isinstance(manifest["params"], dict) or not isinstance(manifest["count"], int):
@@ -92,10 +111,12 @@ def file_record(path: Path) -> dict[str, Any]:
 
 def _is_index(folder: Path) -> bool:
     manifest = read_json(folder / MANIFEST_FILE, or_none=True)
-    return isinstance(manifest, dict) and manifest.get("format") == "sbert-index"
+    # A sparse index (sbert.index.sparse_index) is an index too: either kind may replace the other.
+    return isinstance(manifest, dict) and manifest.get("format") in INDEX_FORMATS
 
 
-INDEX_FILES = frozenset({FAISS_FILE, IDS_FILE, CORPUS_FILE, RESCORE_FILE, MANIFEST_FILE})
+SPARSE_FILES = frozenset({"vectors.npz", "seismic.index.seismic"})  # sbert.index.sparse_index's own
+INDEX_FILES = frozenset({FAISS_FILE, IDS_FILE, CORPUS_FILE, RESCORE_FILE, MANIFEST_FILE}) | SPARSE_FILES
 # An index is swapped in whole: a rebuild refuses a folder holding files of the user's.
 INDEX = OutputKind("index", recognise=_is_index, owns=lambda folder, name: name in INDEX_FILES)
 

@@ -9,7 +9,7 @@ vectors. Everything here runs on the batcher's thread (the tokenizer's one user)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -19,25 +19,53 @@ from sbert.inference.runner import RunOptions
 from sbert.server.batcher import Embedded, InputTooLong
 from sbert.server.settings import BatchSettings
 
+Kind = Literal["dense", "sparse"]
+
+
+def is_sparse(model: ServedModel) -> bool:
+    """Whether ``model`` gives sparse vectors (a SPLADE model, :class:`~sbert.server.sparse_served.SparseServed`).
+
+    Examples:
+        >>> is_sparse(object())
+        False
+    """
+    return bool(getattr(model, "is_sparse", False))
+
+
+def kind(model: ServedModel) -> Kind:
+    """``"sparse"`` or ``"dense"``: what /v1/models and /health say of a served model."""
+    return "sparse" if is_sparse(model) else "dense"
+
 
 def is_static(model: ServedModel) -> bool:
     """Whether ``model`` averages a token table (no transformer, no special tokens)."""
     return bool(getattr(model, "is_static", False))
 
 
+def hf_tokenizer(model: ServedModel) -> Any:
+    """A transformer's or a sparse model's Hugging Face tokenizer."""
+    if is_sparse(model):
+        return model.tokenizer  # type: ignore[attr-defined]
+    return model.transformer.tokenizer  # type: ignore[attr-defined]
+
+
+def tokenizer_of(model: ServedModel) -> Any:
+    """The model's tokenizer: Hugging Face's, or a static model's Rust ``tokenizers.Tokenizer``."""
+    return model.input_module.tokenizer if is_static(model) else hf_tokenizer(model)  # type: ignore[attr-defined]
+
+
 def vocabulary_size(model: ServedModel) -> int:
     """Token ids the model's tokenizer knows (``0`` to this, less one)."""
     if is_static(model):
         return int(model.input_module.tokenizer.get_vocab_size())  # type: ignore[attr-defined]
-    return len(model.transformer.tokenizer)  # type: ignore[attr-defined]
+    return len(hf_tokenizer(model))
 
 
 def decode(model: ServedModel, rows: list[list[int]], skip_special_tokens: bool) -> list[str]:
     """Each list of token ids back to text."""
     if is_static(model):
         return list(model.input_module.tokenizer.decode_batch(rows, skip_special_tokens=skip_special_tokens))  # type: ignore[attr-defined]
-    tokenizer = model.transformer.tokenizer  # type: ignore[attr-defined]
-    return list(tokenizer.batch_decode(rows, skip_special_tokens=skip_special_tokens))
+    return list(hf_tokenizer(model).batch_decode(rows, skip_special_tokens=skip_special_tokens))
 
 
 def tokens_of(model: ServedModel, texts: list[str], add_special_tokens: bool) -> list[list[dict[str, Any]]]:
@@ -53,9 +81,10 @@ def tokens_of(model: ServedModel, texts: list[str], add_special_tokens: bool) ->
     if is_static(model):  # no special tokens: a static model's tokenizer adds none
         encodings = model.input_module.tokenizer.encode_batch(texts, add_special_tokens=False)  # type: ignore[attr-defined]
     else:
-        transformer = model.transformer  # type: ignore[attr-defined]
-        lowered = [text.lower() for text in texts] if transformer.do_lower_case else texts
-        encodings = transformer.tokenizer(
+        # A sparse model's tokenizer lowercases by itself where its vocabulary is lowercase.
+        lower = not is_sparse(model) and model.transformer.do_lower_case  # type: ignore[attr-defined]
+        lowered = [text.lower() for text in texts] if lower else texts
+        encodings = hf_tokenizer(model)(
             lowered,
             add_special_tokens=add_special_tokens,
             return_offsets_mapping=True,

@@ -107,6 +107,10 @@ class RerankResponse(_Answer):
     truncated: list[Truncated] | None = None
 
 
+ModelKind = Literal["dense", "sparse", "cross-encoder"]
+KIND = "What the model gives: `dense` vectors (/v1/embeddings, /embed), `sparse` ones (/embed_sparse), or scores (`cross-encoder`, /rerank)"
+
+
 class Serving(_Answer):
     device: str = Field(description="`cpu`, `cuda:0`, ...")
     precision: str
@@ -137,6 +141,7 @@ class Health(_Answer):
     cross_encoder: str | None
     queued_items: int = Field(description="Sentences waiting, all models together")
     models: list[str] = Field(description="The served models' names; the first is the default")
+    kind: ModelKind = Field(description=KIND)
 
 
 class ModelCard(_Answer):
@@ -144,6 +149,7 @@ class ModelCard(_Answer):
     object: Literal["model"]
     created: int
     owned_by: str
+    kind: ModelKind = Field(description=KIND)
 
 
 class ModelList(_Answer):
@@ -178,6 +184,24 @@ class TokenizeResponse(RootModel[list[list[SimpleToken]]]):
 
 class DecodeResponse(RootModel[list[str]]):
     """TEI's ``/decode``: a text per list of ids."""
+
+
+class SparseWeight(_Answer):
+    index: int = Field(ge=0, description="The vocabulary index (a token id of the model's tokenizer)")
+    value: float = Field(description="Its weight (float32 written exactly)")
+
+
+class EmbedSparseResponse(RootModel[list[list[SparseWeight]]]):
+    """TEI's ``/embed_sparse``: for each input, its non-zero weights in index order."""
+
+
+class TokenWeight(_Answer):
+    token: str = Field(description="The vocabulary entry (a WordPiece piece: `##s`)")
+    value: float
+
+
+class SparseDecodeResponse(RootModel[list[list[TokenWeight]]]):
+    """``/decode`` of sparse vectors: each vector's tokens, heaviest first."""
 
 
 class Rank(_Answer):

@@ -62,7 +62,8 @@ def create_app(services: Service | Services, api_key: str | None = None, max_con
     )
     app.state.services, app.state.metrics, app.state.docs_files = served, metrics, docs_files
     prompts = sorted({name for each in served.all for name in each.model.prompts.named})
-    dimension = max(each.model.dim for each in served.all)
+    # /embed's and /v1/embeddings' `dimensions`: a dense model's width (a sparse model refuses them)
+    dimension = max((each.model.dim for each in served.all if each.kind == "dense"), default=None)
     cross_encoder = default.cross_encoder is not None  # /rerank's cross-encoder is the first model's
     spec = build_spec(
         default.limits,

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+import scipy.sparse
 
 from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.inference.runner import RunOptions
@@ -81,7 +82,7 @@ class ServerClosed(RuntimeError):
 class Embedded:
     """One request's result: its vectors and the token count of each input before truncation."""
 
-    vectors: np.ndarray  # (n, dim) float32, in input order
+    vectors: Any  # (n, dim) float32 in input order: an np.ndarray, or a sparse model's csr_matrix
     token_counts: list[int]  # special tokens included
     limit: int  # the model's max_seq_length
 
@@ -357,7 +358,9 @@ class Batcher:
                     show_progress_bar=False,
                     prompt=live[0][0].prompt,
                 )
-            assert isinstance(vectors, np.ndarray)  # convert_to_tensor is off
+            # convert_to_tensor is off; a sparse model (server.sparse_served) gives a CSR matrix,
+            # which slices by rows below as an array does
+            assert isinstance(vectors, np.ndarray) or scipy.sparse.issparse(vectors)
         except BaseException as error:
             logger.exception("encoding a batch of %d sentences failed", len(texts))
             for job, _ in live:

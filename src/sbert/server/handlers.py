@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, Response
 
 from sbert.embeddings.truncation import truncate_embeddings
 from sbert.server import abilities, tei
-from sbert.server.batcher import Embedded
+from sbert.server.batcher import Embedded, InputTooLong
 from sbert.server.responses import JSONResponse, embedding_values
 from sbert.server.schemas import (
     APIError,
@@ -36,6 +36,7 @@ from sbert.server.schemas import (
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
+from sbert.server.sparse_served import refuse_sparse
 
 
 async def embeddings(request: Request) -> Response:
@@ -45,6 +46,7 @@ async def embeddings(request: Request) -> Response:
     body = parse_body(await read_body(request, limits), embedding_shape, limits.max_items)
     assert isinstance(body, EmbeddingRequest)
     chosen = served.pick(body.model)
+    refuse_sparse(chosen.model, chosen.model_id)  # token ids too, which skip Service.embed
     if body.dimensions is not None and body.dimensions > chosen.model.dim:
         raise APIError(
             422, f"dimensions: {body.dimensions} is more than the model's {chosen.model.dim}", "dimensions"
@@ -127,6 +129,9 @@ async def search(request: Request) -> Response:
     if index is None:
         raise APIError(404, _no_index(served, chosen), "model" if body.model else None)
     name = _names("query", "")
+    if chosen.kind == "sparse":
+        result, hits = await _sparse_search(chosen, body)
+        return _json(_searched(chosen, hits, result, name))
     result = await chosen.embed(
         [body.query], body.truncate, name, chosen.prompt(body.prompt_name, query=True)
     )
@@ -134,11 +139,36 @@ async def search(request: Request) -> Response:
         chosen.batcher,
         lambda: chosen.batcher.call(lambda: index.search(index.query_vectors(result.vectors), body.top_k)[0]),
     )
+    return _json(_searched(chosen, hits, result, name))
+
+
+async def _sparse_search(chosen: Service, body: SearchRequest) -> tuple[Embedded, list[Any]]:
+    """A sparse model's query (its query route and prompt) and the hits of its sparse index, in one
+    job on the model's thread: no other request's texts share a query's forward pass here."""
+    model, index = chosen.model, chosen.index
+    prompt = chosen.prompt(body.prompt_name, query=True)
+
+    def job() -> tuple[Embedded, list[Any]]:
+        limit = model.max_seq_length
+        counts = model.token_counts([body.query], prompt=prompt)
+        if counts[0] > limit and not body.truncate:
+            raise InputTooLong(0, counts[0], limit)
+        vectors = model.encode_query([body.query], prompt)  # type: ignore[attr-defined]  # (1, vocabulary) CSR
+        return Embedded(vectors, counts, limit), index.search(vectors, body.top_k)[0]
+
+    return await await_worker(chosen.batcher, lambda: chosen.batcher.call(job), _names("query", ""))  # type: ignore[no-any-return]
+
+
+def _searched(
+    chosen: Service, hits: list[Any], result: Embedded, name: Callable[[int], str]
+) -> dict[str, Any]:
+    """/search's answer: each hit's corpus id, score and text, the model, usage and cuts."""
+    index = chosen.index
     results = [
         {"corpus_id": h.corpus_id, "score": np.float32(h.score), "text": index.text(h.corpus_id)}
         for h in hits
     ]
-    return _json({"results": results, "model": chosen.model_id, **_usage(result), **_truncated(result, name)})
+    return {"results": results, "model": chosen.model_id, **_usage(result), **_truncated(result, name)}
 
 
 def _no_index(served: Services, chosen: Service) -> str:
@@ -222,15 +252,22 @@ async def health(request: Request) -> Response:
             "cross_encoder": service.cross_encoder.name if service.cross_encoder else None,
             "queued_items": served.queued_items,
             "models": served.names,
+            "kind": service.kind,
         }
     )
 
 
 def _cards(served: Services) -> list[dict[str, Any]]:
-    """OpenAI's model object for every served name, and the cross-encoder's."""
+    """OpenAI's model object for every served name, and the cross-encoder's, each with its ``kind``
+    (``dense``, ``sparse`` or ``cross-encoder``: which routes it answers)."""
     service = served.default
-    names = served.names + ([service.cross_encoder.name] if service.cross_encoder else [])
-    return [{"id": n, "object": "model", "created": service.created, "owned_by": "sbert"} for n in names]
+    kinds: list[tuple[str, str]] = [(name, each.kind) for each in served.all for name in each.names]
+    if service.cross_encoder:
+        kinds.append((service.cross_encoder.name, "cross-encoder"))
+    return [
+        {"id": name, "object": "model", "created": service.created, "owned_by": "sbert", "kind": kind}
+        for name, kind in kinds
+    ]
 
 
 async def models(request: Request) -> Response:

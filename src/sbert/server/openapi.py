@@ -31,7 +31,8 @@ ERRORS = {
     404: "A model not served here (the message lists every served name), or nothing loaded for this route",
     413: "The body or a list is over the server's limit, or an input over the model's with `truncate: false`",
     422: "A field of the wrong type, missing, empty, unknown, or out of range, or something the model "
-    "cannot do (token ids with a prompt, `raw_scores` without a cross-encoder): the message names it",
+    "cannot do (token ids with a prompt, `raw_scores` without a cross-encoder, dense vectors of a sparse "
+    "model: `code` `sparse_model`): the message names it",
     429: "Too many requests in flight or sentences queued; see `Retry-After`",
     500: "A bug in sbert (named; its traceback is in the server's log)",
     503: "The server is shutting down",
@@ -46,7 +47,9 @@ TEI_ERRORS = {
     "an unknown `prompt_name`, or the body over the server's byte limit",
     422: "`Tokenizer`: a token id the tokenizer does not have; or `Validation`: a field of the wrong type, "
     "missing or unknown (axum's 422), or `raw_scores` without a cross-encoder: the message names it",
-    424: "`Backend`: the model failed on the request (its traceback is in the server's log)",
+    424: "`Backend`: the model failed on the request (its traceback is in the server's log), or it is "
+    "the other kind: a sparse (SPLADE) model's /embed, /embed_all, /similarity or /rerank, a dense "
+    "model's /embed_sparse (TEI's \"Model is not an embedding model with SPLADE pooling\")",
     429: "`Overloaded`: too many requests in flight or sentences queued; see `Retry-After`",
     503: "`Unhealthy`: the server is shutting down",
 }

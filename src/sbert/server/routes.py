@@ -116,13 +116,22 @@ OPERATIONS: list[Operation] = [
         _tei(
             "post",
             path,
-            f"TEI's {what}: /embed's body (a vector per input), or /similarity's (`inputs` an object: "
-            "a cosine per sentence); the default model",
+            f"TEI's {what}: /embed's body (a vector per input; a sparse model: /embed_sparse's), or "
+            "/similarity's (`inputs` an object: a cosine per sentence); the default model",
             tei.root,
             (schemas.EmbedRequest, schemas.TEISimilarityRequest),
-            (answers.EmbedResponse, answers.SimilarityScores),
+            (answers.EmbedResponse, answers.SimilarityScores, answers.EmbedSparseResponse),
         )
         for path, what in (("/", "root route"), ("/invocations", "SageMaker route"))
+    ),
+    _tei(
+        "post",
+        "/embed_sparse",
+        "A sparse vector per input, its non-zero weights as `{index, value}` (TEI; the default model, "
+        "a SPLADE one: a dense model gets TEI's 424)",
+        tei.embed_sparse,
+        schemas.EmbedSparseRequest,
+        answers.EmbedSparseResponse,
     ),
     _tei(
         "post",
@@ -143,10 +152,11 @@ OPERATIONS: list[Operation] = [
     _tei(
         "post",
         "/decode",
-        "Token ids back to text (TEI; the default model)",
+        "Token ids back to text (TEI), or sparse vectors (`inputs`, as /embed_sparse answers) to their "
+        "tokens, heaviest first; the default model",
         tei.decode,
-        (schemas.DecodeRequest, schemas.DecodeBatchRequest),
-        answers.DecodeResponse,
+        (schemas.DecodeRequest, schemas.DecodeBatchRequest, schemas.SparseDecodeRequest),
+        (answers.DecodeResponse, answers.SparseDecodeResponse),
     ),
     Operation(
         "get", "/info", "What is served (TEI; the default model)", tei.info, None, answers.Info, (), TEI

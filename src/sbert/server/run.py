@@ -20,6 +20,7 @@ import uvicorn
 
 from sbert.base.errors import ModelLoadError
 from sbert.inference.cuda.graphs import BATCH_BUCKETS
+from sbert.server.abilities import is_sparse
 from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
 from sbert.server.gate import Gate
@@ -60,18 +61,15 @@ class DrainingServer(uvicorn.Server):
 def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) -> Service:
     """The model's batcher, the index and the cross-encoder, all loaded and checked now; ``names``:
     the names a request may give the model, the first the one answers give (none: its own name)."""
-    index = None
-    if options.index:
-        from sbert.index import VectorIndex
-
-        index = VectorIndex.load(options.index, model)  # IndexLoadError names the file
+    index = load_index(model, options.index) if options.index else None
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
     budget = token_budget(model, options)  # before the warm-up: it builds the GPU pipeline
     # Compile (and calibrate) now, the packed graph too, so that no request waits for it.
     vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.batching.pack)
     if index is not None:
         try:
-            index.search(index.query_vectors(vectors[:1]), top_k=1)
+            queries = vectors[:1] if is_sparse(model) else index.query_vectors(vectors[:1])
+            index.search(queries, top_k=1)
         except ValueError as error:  # an empty index
             raise ModelLoadError(f"{options.index}: {error}") from error
     if cross_encoder is not None:
@@ -85,6 +83,23 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
     return Service(
         model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
     )
+
+
+def load_index(model: Any, path: str) -> Any:
+    """``--index``: a dense model's :class:`~sbert.index.VectorIndex`, a sparse model's
+    :class:`~sbert.index.sparse_index.SparseIndex` (``sbert index build --kind sparse``), each checked
+    against the model that made it; the other kind of index is refused by name."""
+    from sbert.index.sparse_index import SparseIndex, is_sparse_index
+
+    if is_sparse(model) != is_sparse_index(path):
+        made = "a sparse index" if is_sparse_index(path) else "a dense index"
+        wanted = "sparse index (sbert index build --kind sparse)" if is_sparse(model) else "dense index"
+        raise ModelLoadError(f"--index {path}: {made}, and {model.name} needs a {wanted}")
+    if is_sparse(model):
+        return SparseIndex.load(path, model.encoder)  # IndexLoadError names the file
+    from sbert.index import VectorIndex
+
+    return VectorIndex.load(path, model)
 
 
 def token_budget(model: Any, options: ServeOptions) -> TokenBudget | None:

@@ -132,6 +132,9 @@ TokenId = Annotated[int, Field(ge=0, description=TOKEN_ID), BeforeValidator(_int
 TopK = Annotated[int, Field(ge=1, le=1000), BeforeValidator(_integral)]
 
 
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite float32
+
+
 Texts = Annotated[list[StrictStr], Field(min_length=1)]
 # The OpenAPI schema says what a client may send (a string or a list), not what it becomes.
 OneOrMoreTexts = Annotated[
@@ -275,6 +278,31 @@ class DecodeBatchRequest(_Body):
     skip_special_tokens: bool = True
 
 
+class EmbedSparseRequest(_Body):
+    """TEI's ``POST /embed_sparse``: a sparse vector per input (a SPLADE model), as
+    ``[{"index", "value"}, ...]``; TEI's ``EmbedSparseRequest`` field for field."""
+
+    inputs: OneOrMoreTexts
+    truncate: bool | None = False
+    truncation_direction: Direction = "Right"
+    prompt_name: StrictStr | None = None
+
+
+class SparseValue(_Body):
+    """One non-zero weight of a sparse vector: its vocabulary index and its value (TEI's ``SparseValue``)."""
+
+    index: Annotated[int, Field(ge=0, description=TOKEN_ID), BeforeValidator(_integral)]
+    value: Annotated[float, Field(ge=-FLOAT32_MAX, le=FLOAT32_MAX)]  # a float32: finite, no NaN
+
+
+class SparseDecodeRequest(_Body):
+    """``POST /decode`` of sparse vectors (what ``/embed_sparse`` answers): each vector's tokens
+    with their weights, heaviest first, at most ``top_k`` (default: every non-zero one)."""
+
+    inputs: Annotated[list[list[SparseValue]], Field(min_length=1)]
+    top_k: PositiveInteger | None = None
+
+
 class TEIRerankRequest(_Body):
     """TEI's ``POST /rerank`` (a body with ``texts``): ``[{"index", "score"[, "text"]}]``, best first."""
 
@@ -328,7 +356,9 @@ def similarity_shape(data: dict[str, Any]) -> type[_Body]:
 
 def decode_shape(data: dict[str, Any]) -> type[_Body]:
     """``/decode`` takes one list of ids or a list of lists (told apart here, so that an error names
-    ``ids[3]`` or ``ids[1][3]``, not a branch of a union)."""
+    ``ids[3]`` or ``ids[1][3]``, not a branch of a union), or sparse vectors under ``inputs``."""
+    if "inputs" in data:
+        return SparseDecodeRequest
     ids = data.get("ids")
     many = isinstance(ids, list) and any(isinstance(item, list) for item in ids)
     return DecodeBatchRequest if many else DecodeRequest

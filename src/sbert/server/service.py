@@ -12,10 +12,12 @@ from typing import Any
 from starlette.requests import Request
 
 from sbert.base.contracts import ServedModel
+from sbert.server.abilities import Kind, kind
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
 from sbert.server.schemas import TEI_VALIDATION, APIError
 from sbert.server.serving_plan import ServingPlan, default_batch_tokens
 from sbert.server.settings import Limits
+from sbert.server.sparse_served import refuse_sparse
 
 
 @dataclass
@@ -45,8 +47,21 @@ class Service:
     async def embed(
         self, texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
     ) -> Embedded:
-        """The texts' vectors from the batcher; ``name(i)`` names input i in an error (``input[3]``)."""
+        """The texts' dense vectors from the batcher; ``name(i)`` names input i in an error
+        (``input[3]``). A sparse model is refused (422; TEI's routes: 424 ``Backend``)."""
+        refuse_sparse(self.model, self.model_id)
         return await await_worker(self.batcher, lambda: self.batcher.embed(texts, truncate, prompt), name)
+
+    async def embed_sparse(
+        self, texts: list[str], truncate: bool, name: Callable[[int], str], prompt: str = ""
+    ) -> Embedded:
+        """A sparse model's vectors (``Embedded.vectors`` a float32 CSR matrix) from the batcher."""
+        return await await_worker(self.batcher, lambda: self.batcher.embed(texts, truncate, prompt), name)
+
+    @property
+    def kind(self) -> Kind:
+        """``dense`` or ``sparse``: what the model gives."""
+        return kind(self.model)
 
     def serving_plan(self) -> ServingPlan:
         """The device, the engine plan, the runner and the token budget the batches run on."""

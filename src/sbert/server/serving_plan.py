@@ -56,9 +56,9 @@ def check_device(device: str | None) -> None:
 def on_gpu_pipeline(model: Any) -> bool:
     """Whether ``encode()`` runs this model on the GPU pipeline: its plan is PyTorch on a CUDA device."""
     plan = model.plan
-    return (
-        not getattr(model, "is_static", False) and plan.device.startswith("cuda") and plan.backend == "torch"
-    )
+    if getattr(model, "is_static", False) or getattr(model, "is_sparse", False):
+        return False  # a sparse model's encode() runs its own path (server.sparse_served)
+    return plan.device.startswith("cuda") and plan.backend == "torch"
 
 
 def default_batch_tokens(model: Any) -> int:

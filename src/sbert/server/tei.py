@@ -1,5 +1,7 @@
 """text-embeddings-inference's routes: ``/embed`` (also ``POST /`` and ``/invocations``, as TEI serves an
-embedding model), ``/embed_all``, ``/tokenize``, ``/decode``, ``/info``, and its ``/rerank`` and
+embedding model), ``/embed_sparse`` (a SPLADE model's; ``/`` too for one, as TEI routes it, at commit
+0d124dc9773be6ac5a9a57d8439aba9bbbf33273), ``/embed_all``, ``/tokenize``, ``/decode`` (and sbert's
+``/decode`` of sparse vectors, ``inputs``), ``/info``, and its ``/rerank`` and
 ``/similarity`` bodies, with TEI's bodies and answer shapes, so that a TEI client
 works unchanged.
 
@@ -45,7 +47,9 @@ from sbert.server.schemas import (
     DecodeRequest,
     EmbedAllRequest,
     EmbedRequest,
+    EmbedSparseRequest,
     SimilarityParameters,
+    SparseDecodeRequest,
     TEIRerankRequest,
     TEISimilarityRequest,
     TokenizeRequest,
@@ -54,6 +58,14 @@ from sbert.server.schemas import (
 )
 from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
 from sbert.server.service import Service, await_worker, read_body, services_of, version
+from sbert.server.sparse_served import (
+    refuse_dense,
+    refuse_sparse,
+    sparse_matrix,
+    sparse_rows,
+    tokens_of,
+    width,
+)
 
 INPUTS = "inputs[{}]".format
 # TEI's routes name no model: they serve the default one, and say which in this header.
@@ -75,7 +87,8 @@ async def embed(request: Request) -> Response:
 
 async def root(request: Request) -> Response:
     """TEI's ``POST /`` and ``/invocations``: /embed's body, or /similarity's (``inputs`` an object),
-    which huggingface_hub's ``InferenceClient(base_url=URL).sentence_similarity`` posts there."""
+    which huggingface_hub's ``InferenceClient(base_url=URL).sentence_similarity`` posts there; a
+    sparse model answers /embed's body as /embed_sparse (TEI routes ``/`` so for a SPLADE model)."""
     service = services_of(request).default
     limits = service.limits
     body: EmbedRequest | TEISimilarityRequest = parse_body(
@@ -83,6 +96,8 @@ async def root(request: Request) -> Response:
     )
     if isinstance(body, TEISimilarityRequest):
         return await similarity(service, body)
+    if abilities.is_sparse(service.model):
+        return await sparse_embedded(service, _as_sparse(body))
     return await embedded(service, body)
 
 
@@ -90,9 +105,43 @@ def _root_shape(data: dict[str, Any]) -> Any:
     return TEISimilarityRequest if isinstance(data.get("inputs"), dict) else EmbedRequest
 
 
+def _as_sparse(body: EmbedRequest) -> EmbedSparseRequest:
+    """/embed's body (the one ``/`` declares) read as /embed_sparse's, as TEI's SPLADE ``/`` reads it:
+    ``normalize`` does not apply (TEI's request struct ignores it); ``dimensions`` is refused (422:
+    a sparse vector is not cut)."""
+    if body.dimensions is not None:
+        message = "dimensions: a sparse model's vectors are not cut (this route answers as /embed_sparse)"
+        raise APIError(422, message, "dimensions", tei=(422, "Validation"))
+    return EmbedSparseRequest(
+        inputs=body.inputs,
+        truncate=body.truncate,
+        truncation_direction=body.truncation_direction,
+        prompt_name=body.prompt_name,
+    )
+
+
+async def embed_sparse(request: Request) -> Response:
+    """TEI's ``POST /embed_sparse``: a sparse vector per input, ``[{"index", "value"}, ...]``; a
+    dense model is TEI's 424 ``Backend`` (:func:`~sbert.server.sparse_served.refuse_dense`)."""
+    service = services_of(request).default
+    limits = service.limits
+    body = parse_body(await read_body(request, limits), EmbedSparseRequest, limits.max_items)
+    return await sparse_embedded(service, body)
+
+
+async def sparse_embedded(service: Service, body: EmbedSparseRequest) -> Response:
+    """/embed_sparse's answer to a parsed body: each input's non-zero weights in index order."""
+    prompt = service.prompt(body.prompt_name)  # the whole body is checked first
+    refuse_dense(service.model, service.model_id)
+    result = await service.embed_sparse(body.inputs, bool(body.truncate), INPUTS, prompt)
+    refuse_left(body.truncation_direction, [i for i, _ in result.truncated], INPUTS)
+    return answer(service, sparse_rows(result.vectors))
+
+
 async def embedded(service: Service, body: EmbedRequest) -> Response:
-    """/embed's answer to a parsed body."""
+    """/embed's answer to a parsed body (a sparse model: TEI's 424, its vectors are /embed_sparse's)."""
     model = service.model
+    refuse_sparse(model, service.model_id)
     if not body.normalize and any(isinstance(layer, Normalize) for layer in model.layers):
         raise APIError(
             422,
@@ -121,6 +170,7 @@ async def embed_all(request: Request) -> Response:
     service = services_of(request).default
     model, limits = service.model, service.limits
     body = parse_body(await read_body(request, limits), EmbedAllRequest, limits.max_items)
+    refuse_sparse(model, service.model_id)  # TEI: "`embed_all` is not available for SPLADE models"
     texts = with_prompt(service.prompt(body.prompt_name), body.inputs)
     truncate, direction = bool(body.truncate), body.truncation_direction
 
@@ -152,6 +202,8 @@ async def decode(request: Request) -> Response:
     service = services_of(request).default
     limits = service.limits
     body = parse_body(await read_body(request, limits), decode_shape, limits.max_items)
+    if isinstance(body, SparseDecodeRequest):
+        return await decode_sparse(service, body)
     assert isinstance(body, (DecodeRequest, DecodeBatchRequest))
     many = isinstance(body, DecodeBatchRequest)
     rows: list[list[int]] = body.ids if isinstance(body, DecodeBatchRequest) else [body.ids]
@@ -170,6 +222,17 @@ async def decode(request: Request) -> Response:
         lambda: service.batcher.call(lambda: abilities.decode(service.model, rows, skip)),
     )
     return answer(service, texts)
+
+
+async def decode_sparse(service: Service, body: SparseDecodeRequest) -> Response:
+    """``/decode`` of sparse vectors: each one's ``{"token", "value"}``, heaviest first, at most ``top_k``."""
+    model = service.model
+    matrix = sparse_matrix(body, width(model))
+    tokens = await await_worker(
+        service.batcher,
+        lambda: service.batcher.call(lambda: tokens_of(model, matrix, body.top_k), items=len(body.inputs)),
+    )
+    return answer(service, tokens)
 
 
 async def info(request: Request) -> Response:

@@ -70,7 +70,9 @@ def _pairs_to_csr(pairs: Sequence[Any], dim: int | None) -> scipy.sparse.csr_mat
     indptr, indices, values = [0], [], []
     for row, pair in enumerate(pairs):
         if len(pair) != 2:
-            raise ValueError(f"sparse vector {row}: expected an (indices, values) pair, got {len(pair)} items")
+            raise ValueError(
+                f"sparse vector {row}: expected an (indices, values) pair, got {len(pair)} items"
+            )
         ids, weights = np.asarray(pair[0], dtype=np.int64), np.asarray(pair[1], dtype=np.float32)
         if ids.shape != weights.shape or ids.ndim != 1:
             raise ValueError(
@@ -107,7 +109,10 @@ def to_torch(vectors: Any) -> Tensor:
     """``vectors`` as a coalesced float32 ``torch.sparse_coo`` tensor (n, dim), as sentence-transformers returns."""
     matrix = to_csr(vectors).tocoo()
     indices = torch.from_numpy(np.vstack([matrix.row, matrix.col]).astype(np.int64))
-    return torch.sparse_coo_tensor(indices, torch.from_numpy(matrix.data), matrix.shape).coalesce()
+    # CSR order is row-major with unique indices, so the tensor is already coalesced and valid.
+    return torch.sparse_coo_tensor(
+        indices, torch.from_numpy(matrix.data), matrix.shape, is_coalesced=True, check_invariants=False
+    )
 
 
 def convert(vectors: Any, sparse_format: str) -> Any:
@@ -122,7 +127,8 @@ def convert(vectors: Any, sparse_format: str) -> Any:
 
 
 def keep_top_k(dense: Tensor, k: int | None) -> Tensor:
-    """``dense`` (batch, dim) with all but each row's ``k`` largest weights set to zero (``max_active_dims``).
+    """``dense`` (batch, dim) with all but each row's ``k`` largest weights by size set to zero
+    (``max_active_dims``; by size, not value, as sentence-transformers keeps a negative static weight).
 
     Raises:
         ValueError: ``k`` is not a positive whole number.
@@ -133,8 +139,8 @@ def keep_top_k(dense: Tensor, k: int | None) -> Tensor:
         raise ValueError(f"max_active_dims must be a positive whole number or None, got {k!r}")
     if k >= dense.shape[-1]:
         return dense
-    values, indices = dense.topk(k, dim=-1)
-    return torch.zeros_like(dense).scatter_(-1, indices, values)
+    indices = dense.abs().topk(k, dim=-1).indices  # (batch, k)
+    return torch.zeros_like(dense).scatter_(-1, indices, dense.gather(-1, indices))
 
 
 def active_dims(vectors: Any) -> np.ndarray:

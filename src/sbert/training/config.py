@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -31,6 +31,9 @@ class TrainingConfig:
         log_steps: Write the mean training loss to the JSONL log every this many steps.
         keep_checkpoint: Keep the last checkpoint once training completes (default: remove it).
         show_progress_bar: A tqdm bar with the running loss and the ETA.
+        learning_rate_mapping: Other peak learning rates for the parameters whose name (in the loss
+            module) matches a regular expression, as sentence-transformers' argument of that name
+            (e.g. a static query side of an inference-free SPLADE at 1e-3).
 
     Examples:
         >>> TrainingConfig(epochs=4).learning_rate
@@ -52,6 +55,7 @@ class TrainingConfig:
     log_steps: int = 10
     keep_checkpoint: bool = False
     show_progress_bar: bool = True
+    learning_rate_mapping: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         positive = {"epochs": self.epochs, "batch_size": self.batch_size, "chunk_batches": self.chunk_batches}
@@ -63,6 +67,11 @@ class TrainingConfig:
             raise ValueError(f"TrainingConfig.warmup_fraction must be in [0, 1], got {self.warmup_fraction}")
         if self.learning_rate <= 0:
             raise ValueError(f"TrainingConfig.learning_rate must be positive, got {self.learning_rate}")
+        for pattern, rate in self.learning_rate_mapping.items():
+            if rate <= 0:
+                raise ValueError(
+                    f"TrainingConfig.learning_rate_mapping[{pattern!r}] must be positive, got {rate}"
+                )
         for name in ("eval_steps", "checkpoint_steps"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -11,6 +11,8 @@
 - ``triplet``: triplet objective (Euclidean, margin 1) on (premise, entailment, contradiction).
 - ``file``: any loss on a user's CSV/TSV/JSONL pairs or triplets, with an optional scored dev file.
 - ``cross-stsb``: the paper's BERT-STSb cross-encoder baseline, 4 epochs on STSb train.
+- ``sparse``: a SPLADE sparse encoder (SpladeLoss: in-batch negatives plus FLOPS regularisation),
+  kept by NDCG@10 on a retrieval dev set (:mod:`sbert.training.sparse_recipe`).
 
 Every recipe keeps the model with the best dev Spearman and writes ``OUTPUT/results.json`` (STSb test
 when the data directory has it).
@@ -21,29 +23,17 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sbert.base.files import write_text_atomic
-from sbert.base.options import (
-    PAPER_CONCATENATION,
-    RECIPES,
-    FileLoss,
-    Recipe,
-    TrainingFormat,
-    TripletDistance,
-    choice,
-)
 from sbert.cross_encoder import CrossEncoder
 from sbert.cross_encoder.evaluation import CrossEncoderEvaluator
 from sbert.cross_encoder.loss import CrossEncoderLoss
-from sbert.data import read_snli_senteval, read_stsb
+from sbert.data import read_stsb
 from sbert.data.beir import load_retrieval_set
-from sbert.data.nli import nli_triplets, read_nli_jsonl
-from sbert.data.records import NLI_LABELS, LabeledPair
+from sbert.data.nli import nli_triplets
+from sbert.data.records import NLI_LABELS
 from sbert.data.training_files import (
     read_labeled_pairs,
     read_positive_pairs_or_triplets,
@@ -64,85 +54,29 @@ from sbert.losses import (
     SoftmaxLoss,
     TripletLoss,
 )
-from sbert.training.config import TrainingConfig
 from sbert.training.output_dir import CHECKPOINT_DIR, claim_training_output
+from sbert.training.recipe_config import (  # re-exported: the recipes' settings live there
+    RECIPE_EPOCHS,
+    STATIC_LEARNING_RATE,
+    RecipeConfig,
+    default_learning_rate,
+    nli_pairs,
+    subsample,
+)
+from sbert.training.sparse_recipe import train_sparse
 from sbert.training.trainer import Trainer, TrainingResult, seed_everything
 
 logger = logging.getLogger("sbert")
 
-# A static model's default: a table of token vectors needs steps about 500 times the paper's 2e-5.
-STATIC_LEARNING_RATE = 0.01
-RECIPE_EPOCHS: dict[str, int] = {"nli": 1, "stsb": 4, "triplet": 1, "file": 1, "cross-stsb": 4}
-
-
-@dataclass(frozen=True)
-class RecipeConfig:
-    """One training run: the recipe, where it goes, and every setting (the CLI's flags, by name).
-
-    Examples:
-        >>> RecipeConfig("stsb", "out", max_pairs=64).stage_epochs("stsb")
-        4
-    """
-
-    recipe: Recipe
-    output: str | Path
-    base: str | None = None  # None: the bundled all-MiniLM-L6-v2
-    data_dir: str | None = None
-    seed: int = 42
-    epochs: int | None = None  # None: the recipe's (RECIPE_EPOCHS)
-    batch_size: int = 16
-    learning_rate: float | None = None  # None: 2e-5, or STATIC_LEARNING_RATE for a static model
-    warmup: float = 0.1
-    bf16: bool = False
-    eval_steps: int = 500  # 0: at epoch ends only
-    checkpoint_steps: int = 500
-    resume: bool = False
-    show_progress_bar: bool = True
-    pooling: str | None = None
-    device: str | None = None
-    max_pairs: int | None = None
-    gather: bool = True  # mnrl, cosent under DDP: compare with every process's embeddings
-    nli_files: Sequence[str] = ()
-    concatenation: Sequence[str] = PAPER_CONCATENATION
-    # The file recipe:
-    train_file: str | None = None
-    loss: FileLoss | None = None
-    file_format: TrainingFormat = "auto"
-    dev_file: str | None = None
-    dev_retrieval: str | None = (
-        None  # a BEIR folder, a downloaded BEIR set or a proxy set: keep the best NDCG@10
-    )
-    score_range: tuple[float, float] = (0.0, 5.0)
-    labels: Sequence[str] = field(default_factory=lambda: list(NLI_LABELS))
-    distance: TripletDistance = "euclidean"
-    margin: float = 1.0
-    skip_bad_lines: bool = False
-    mini_batch_size: int = 32  # cached-mnrl: sentences embedded at once
-    matryoshka_dimensions: Sequence[int] = ()  # the file's loss summed over these prefixes too
-
-    def __post_init__(self) -> None:
-        choice(self.recipe, RECIPES, "recipe")
-        if self.recipe == "file" and (self.train_file is None or self.loss is None):
-            raise ValueError("the file recipe needs a training file and a loss")
-
-    def stage_epochs(self, recipe: str) -> int:
-        return self.epochs or RECIPE_EPOCHS.get(recipe, 1)
-
-    def training_config(self, recipe: str, model: SentenceEncoder | None = None) -> TrainingConfig:
-        """The trainer's settings for ``recipe``; ``model`` sets the default learning rate."""
-        return TrainingConfig(
-            epochs=self.stage_epochs(recipe),
-            batch_size=self.batch_size,
-            learning_rate=(
-                default_learning_rate(model) if self.learning_rate is None else self.learning_rate
-            ),
-            warmup_fraction=self.warmup,
-            seed=self.seed,
-            bf16=self.bf16,
-            eval_steps=self.eval_steps or None,
-            checkpoint_steps=self.checkpoint_steps,
-            show_progress_bar=self.show_progress_bar,
-        )
+__all__ = [
+    "RECIPE_EPOCHS",
+    "STATIC_LEARNING_RATE",
+    "RecipeConfig",
+    "default_learning_rate",
+    "subsample",
+    "train_recipe",
+    "train_stage",
+]
 
 
 def train_recipe(config: RecipeConfig) -> TrainingResult:
@@ -159,6 +93,8 @@ def train_recipe(config: RecipeConfig) -> TrainingResult:
 def _train_recipe(config: RecipeConfig, output: Path) -> TrainingResult:
     if config.recipe == "cross-stsb":
         return _train_cross_encoder(config, output)
+    if config.recipe == "sparse":
+        return train_sparse(config, output)
     if config.recipe != "nli-stsb":
         return train_stage(config, config.recipe, output, config.base, config.resume)
     if not (config.resume and (output / "nli" / "results.json").is_file()):
@@ -168,17 +104,6 @@ def _train_recipe(config: RecipeConfig, output: Path) -> TrainingResult:
     # The second stage starts fresh unless it had itself written a checkpoint.
     resume = config.resume and (output / CHECKPOINT_DIR).is_dir()
     return train_stage(config, "stsb", output, str(output / "nli"), resume)
-
-
-def default_learning_rate(model: SentenceEncoder | None) -> float:
-    """The paper's 2e-5 for a transformer; STATIC_LEARNING_RATE for a static model, whose token table
-    barely moves at 2e-5 (benchmarks/retrieval_finetune.py trains one at 0.01).
-
-    Examples:
-        >>> default_learning_rate(None)
-        2e-05
-    """
-    return STATIC_LEARNING_RATE if getattr(model, "is_static", False) else 2e-5
 
 
 def train_stage(
@@ -230,9 +155,9 @@ def _objective(config: RecipeConfig, recipe: str, model: SentenceEncoder) -> tup
     if recipe == "stsb":
         return CosineMSELoss(model, score_range=(0.0, 5.0)), read_stsb("train", config.data_dir)
     if recipe == "nli":
-        return SoftmaxLoss(model, NLI_LABELS, config.concatenation), _nli_pairs(config)
+        return SoftmaxLoss(model, NLI_LABELS, config.concatenation), nli_pairs(config)
     if recipe == "triplet":
-        return TripletLoss(model), nli_triplets(_nli_pairs(config))
+        return TripletLoss(model), nli_triplets(nli_pairs(config))
     return _file_objective(config, model)
 
 
@@ -259,23 +184,6 @@ def _file_loss(config: RecipeConfig, model: SentenceEncoder) -> tuple[SentenceLo
     if config.loss == "cached-mnrl":
         return CachedMultipleNegativesRankingLoss(model, mini_batch_size=config.mini_batch_size), examples
     return MultipleNegativesRankingLoss(model), examples
-
-
-def _nli_pairs(config: RecipeConfig) -> list[LabeledPair]:
-    if config.nli_files:
-        return [pair for path in config.nli_files for pair in read_nli_jsonl(path)]
-    logger.info("no NLI file: training on SentEval's SNLI test split (the data directory has no SNLI train)")
-    return read_snli_senteval("test", config.data_dir)
-
-
-def subsample(examples: Sequence[Any], count: int | None, seed: int) -> list[Any]:
-    """A random subset of ``count`` examples in their original order (all of them when ``count`` is None)."""
-    if count is None or count >= len(examples):
-        return list(examples)
-    if count < 1:
-        raise ValueError(f"max_pairs must be at least 1, got {count}")
-    chosen = sorted(random.Random(seed).sample(range(len(examples)), count))
-    return [examples[i] for i in chosen]
 
 
 def _dev_evaluator(config: RecipeConfig) -> SimilarityEvaluator | RetrievalEvaluator | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
 
 from torch import nn
 from torch.optim import AdamW, Optimizer
@@ -12,20 +14,47 @@ from torch.optim.lr_scheduler import LambdaLR
 _NO_DECAY = ("bias", "LayerNorm.weight", "LayerNorm.bias", "layer_norm.weight", "norm.weight")
 
 
-def build_optimizer(module: nn.Module, learning_rate: float, weight_decay: float) -> AdamW:
-    """AdamW over every trainable parameter of ``module``; no decay on biases and LayerNorm weights."""
-    decay: list[nn.Parameter] = []
-    no_decay: list[nn.Parameter] = []
+def build_optimizer(
+    module: nn.Module,
+    learning_rate: float,
+    weight_decay: float,
+    learning_rate_mapping: Mapping[str, float] | None = None,
+) -> AdamW:
+    """AdamW over every trainable parameter of ``module``; no decay on biases and LayerNorm weights.
+
+    ``learning_rate_mapping``: a parameter whose name matches one of these regular expressions
+    (``re.search``, the first that matches) trains at that pattern's learning rate instead.
+
+    Raises:
+        ValueError: A pattern of ``learning_rate_mapping`` matches no trainable parameter.
+    """
+    mapping = dict(learning_rate_mapping or {})
+    # (learning rate, decayed) → parameters; the default rate's two groups first, decayed first, as before
+    groups: dict[tuple[float, bool], list[nn.Parameter]] = {
+        (learning_rate, True): [],
+        (learning_rate, False): [],
+    }
+    matched: set[str] = set()
     for name, parameter in module.named_parameters():
-        if parameter.requires_grad:
-            (no_decay if name.endswith(_NO_DECAY) else decay).append(parameter)
-    groups = [
-        {"params": decay, "weight_decay": weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
+        if not parameter.requires_grad:
+            continue
+        pattern = next((p for p in mapping if re.search(p, name)), None)
+        rate = learning_rate if pattern is None else mapping[pattern]
+        if pattern is not None:
+            matched.add(pattern)
+        groups.setdefault((rate, not name.endswith(_NO_DECAY)), []).append(parameter)
+    unmatched = [pattern for pattern in mapping if pattern not in matched]
+    if unmatched:
+        raise ValueError(f"learning_rate_mapping: {unmatched[0]!r} matches no trainable parameter")
+    every = [p for params in groups.values() for p in params]
     # The fused kernel updates all parameters in one pass: several times faster than the loop on CPU.
-    fused = all(p.device.type in ("cpu", "cuda") for p in decay + no_decay)
-    return AdamW([g for g in groups if g["params"]], lr=learning_rate, fused=fused)
+    fused = all(p.device.type in ("cpu", "cuda") for p in every)
+    param_groups = [
+        {"params": params, "lr": rate, "weight_decay": weight_decay if decayed else 0.0}
+        for (rate, decayed), params in groups.items()
+        if params
+    ]
+    return AdamW(param_groups, lr=learning_rate, fused=fused)
 
 
 def warmup_steps(total_steps: int, warmup_fraction: float) -> int:

@@ -171,7 +171,9 @@ class Trainer:
         started = time.perf_counter()
         seed_everything(config.seed)
         lengths = self._lengths()
-        optimizer = build_optimizer(self.objective, config.learning_rate, config.weight_decay)
+        optimizer = build_optimizer(
+            self.objective, config.learning_rate, config.weight_decay, config.learning_rate_mapping
+        )
         scheduler = build_scheduler(optimizer, self.total_steps, config.warmup_fraction)
         self._start_norm = weight_norm(self.objective)
         if resume:

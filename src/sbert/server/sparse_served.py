@@ -1,0 +1,283 @@
+"""A sparse model (:class:`~sbert.SparseEncoder`, SPLADE) as the server serves it: the one place that
+tells a served model's kind and adapts a sparse model to what the batcher and the handlers ask.
+
+One server process serves one model per ``--model`` as before; a model is ``sparse`` when it is a
+:class:`~sbert.SparseEncoder` (``sbert serve`` loads a SPLADE folder as one), else ``dense``. A
+sparse model's requests go through the same :class:`~sbert.server.batcher.Batcher` as a dense
+model's (one queue, one worker thread, requests merged into one ``encode()`` call): its ``encode``
+answers a float32 CSR matrix ``(n, vocabulary)`` instead of a dense array, and the batcher hands
+each request its rows of it (CSR slices by rows as an array does). What only a dense model can do
+(/embed, /v1/embeddings, /similarity, a bi-encoder /rerank) is refused by :func:`refuse_sparse`;
+TEI's /embed_sparse refuses a dense model as TEI does (424 ``Backend``). A sparse model's /search
+runs over a sparse index (:class:`~sbert.index.sparse_index.SparseIndex`), its query on the query
+route (:meth:`SparseServed.encode_query`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+import scipy.sparse
+
+from sbert.base.inputs import valid_utf8
+from sbert.encoder.prompts import Prompts
+from sbert.inference.cpu import this_cpu
+from sbert.inference.plan import EnginePlan
+from sbert.inference.precision import ComputeBackend, ComputePrecision
+from sbert.modules.transformer import Transformer
+from sbert.server import abilities
+from sbert.server.abilities import is_sparse
+from sbert.server.schemas import FLOAT32_MAX, APIError, SparseDecodeRequest, TEIErrorType
+from sbert.sparse import decode as decoding
+from sbert.sparse.model import SparseEncoder
+from sbert.sparse.vectors import to_csr
+
+# TEI's message for /embed_sparse on a model without SPLADE pooling (core/src/infer.rs), and the
+# error type and status it answers it with (Backend, 424).
+NOT_SPLADE = "Model is not an embedding model with SPLADE pooling"
+TEI_BACKEND: tuple[int, TEIErrorType] = (424, "Backend")
+
+
+@dataclass(frozen=True)
+class SpladePooling:
+    """What TEI's ``/info`` says of a SPLADE model's pooling (``model_type.embedding.pooling``)."""
+
+    mode: str = "splade"
+
+
+class SparseServed:
+    """A :class:`~sbert.SparseEncoder` with the members the server reads off a served model: its
+    name, width (the vocabulary), token limit, prompts and engine; ``encode`` gives a CSR matrix.
+
+    Not run by the tests: it wraps a loaded model (tests/server/test_embed_sparse.py serves a tiny
+    random SPLADE model from a real server process).
+
+    Examples:
+        >>> served = SparseServed(SparseEncoder.from_pretrained("splade-folder"))  # doctest: +SKIP
+        >>> served.encode(["rain"]).shape  # doctest: +SKIP
+        (1, 30522)
+    """
+
+    is_sparse = True
+    layers: tuple[Any, ...] = ()  # no Normalize layer: TEI's `normalize` does not apply
+    pooling = SpladePooling()
+
+    def __init__(self, encoder: SparseEncoder) -> None:
+        self.encoder = encoder
+        self.name = str(encoder.name)
+        self.prompts = _prompts_of(encoder)
+
+    @property
+    def dim(self) -> int:
+        """The vectors' width: the vocabulary size."""
+        return int(self.encoder.dim)
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(self.encoder.max_seq_length)
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.encoder.tokenizer
+
+    @property
+    def plan(self) -> EnginePlan:
+        """How ``encode()`` computes: the encoder's plan where it has one, else float32 on PyTorch."""
+        plan = getattr(self.encoder, "plan", None)
+        if isinstance(plan, EnginePlan):
+            return plan
+        requested = self.encoder.requested
+        device = str(self.encoder.device)
+        cpu = this_cpu()
+        return EnginePlan(
+            requested.precision,
+            requested.backend,
+            device,
+            cpu,
+            ComputePrecision.FLOAT32,
+            ComputeBackend.TORCH,
+        )
+
+    @property
+    def precision(self) -> str:
+        return str(self.plan.precision.value)
+
+    @property
+    def backend(self) -> str:
+        return str(self.plan.backend.value)
+
+    @property
+    def packs(self) -> bool:
+        return False
+
+    def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
+        """As :meth:`sbert.SentenceEncoder.query_prompt`: the model's ``query`` prompt by default."""
+        if prompt_name is None and prompt is None:
+            prompt_name = self.prompts.query_name()
+        return self.prompts.resolve(prompt_name, prompt)
+
+    def encode(
+        self,
+        sentences: Sequence[str],
+        batch_size: int = 32,
+        prompt: str | None = None,
+        show_progress_bar: bool | None = False,
+        **engine: Any,  # the dense engine's options (pack, max_tokens, ...): not the sparse path's
+    ) -> scipy.sparse.csr_matrix:
+        """``(n, vocabulary)`` float32 CSR: ``encoder.encode`` with ``prompt`` before each sentence
+        (``""`` or ``None``: none, not the model's default)."""
+        vectors = self.encoder.encode(
+            _valid(sentences),
+            prompt=prompt or "",
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            sparse_format="scipy",
+        )
+        return to_csr(vectors, self.dim)
+
+    def encode_query(self, sentences: Sequence[str], prompt: str | None = None) -> scipy.sparse.csr_matrix:
+        """``(n, vocabulary)`` float32 CSR of search queries: ``encoder.encode_query`` (an
+        inference-free model's query route), ``prompt`` before each (``""`` or ``None``: none)."""
+        vectors = self.encoder.encode_query(
+            _valid(sentences), prompt=prompt or "", show_progress_bar=False, sparse_format="scipy"
+        )
+        return to_csr(vectors, self.dim)
+
+    def token_counts(
+        self, sentences: Sequence[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> list[int]:
+        """Tokens of each sentence before truncation, special tokens and the prompt included."""
+        text = self.prompts.resolve(prompt_name, prompt) or ""
+        texts = _valid([text + sentence for sentence in sentences])
+        module = self.encoder.input_module
+        if isinstance(module, Transformer):  # an MLM transformer is one: its own count, casing included
+            return module.token_counts(texts)
+        # a static weight per token (an inference-free query side): no special tokens
+        ids = self.tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+        return [len(row) for row in ids]
+
+
+def served(model: Any) -> Any:
+    """The model as the server holds it: a :class:`~sbert.SparseEncoder` wrapped, any other as it is."""
+    return SparseServed(model) if isinstance(model, SparseEncoder) else model
+
+
+def refuse_sparse(model: Any, model_id: str) -> None:
+    """A 422 (TEI's routes: TEI's 424 ``Backend``) when a route that gives or compares dense
+    vectors gets a sparse model.
+
+    Examples:
+        >>> refuse_sparse(object(), "mini")  # a dense model: nothing to refuse
+    """
+    if is_sparse(model):
+        raise APIError(
+            422,
+            f"model: {model_id!r} is a sparse (SPLADE) model, and this route needs dense vectors; "
+            "its sparse vectors are at /embed_sparse",
+            "model",
+            "sparse_model",
+            tei=TEI_BACKEND,
+        )
+
+
+def refuse_dense(model: Any, model_id: str) -> None:
+    """TEI's 424 ``Backend`` when /embed_sparse gets a dense model, with TEI's message.
+
+    Examples:
+        >>> refuse_dense(object(), "mini")
+        Traceback (most recent call last):
+        ...
+        sbert.server.schemas.APIError: Model is not an embedding model with SPLADE pooling: 'mini' is a dense ...
+    """
+    if not is_sparse(model):
+        raise APIError(
+            422,
+            f"{NOT_SPLADE}: {model_id!r} is a dense model (its vectors: /embed or /v1/embeddings)",
+            "model",
+            "dense_model",
+            tei=TEI_BACKEND,
+        )
+
+
+def sparse_rows(vectors: scipy.sparse.csr_matrix) -> list[list[dict[str, Any]]]:
+    """TEI's ``/embed_sparse`` answer: each row's non-zero ``{"index", "value"}`` in index order,
+    the values float32 numpy scalars (written as float32's shortest text).
+
+    Examples:
+        >>> from sbert.server.responses import JSONResponse
+        >>> rows = sparse_rows(scipy.sparse.csr_matrix(np.array([[0, 0.5, 0], [0, 0, 0]], dtype=np.float32)))
+        >>> JSONResponse(rows).body
+        b'[[{"index":1,"value":0.5}],[]]'
+    """
+    matrix = to_csr(vectors)  # sorted indices, no explicit zeros (TEI drops every 0.0)
+    answer = []
+    for row in range(matrix.shape[0]):
+        start, stop = matrix.indptr[row], matrix.indptr[row + 1]
+        indices, values = matrix.indices[start:stop].tolist(), matrix.data[start:stop]
+        answer.append([{"index": index, "value": value} for index, value in zip(indices, values)])
+    return answer
+
+
+def width(model: Any) -> int:
+    """How many indices a sparse vector of this model has: its vocabulary (a dense model's
+    tokenizer's, whose token ids /decode reads the indices as)."""
+    return model.dim if is_sparse(model) else abilities.vocabulary_size(model)
+
+
+def sparse_matrix(body: SparseDecodeRequest, size: int) -> scipy.sparse.csr_matrix:
+    """The body's vectors as a float32 CSR matrix ``(n, size)``: the weights of an index given twice
+    add up, as a sparse tensor's do when coalesced (saturating at float32's largest); an index past the vocabulary is a 422 naming
+    ``inputs[i][j].index`` (TEI's ``Tokenizer``, as for a token id it does not have).
+
+    Examples:
+        >>> body = SparseDecodeRequest.model_validate({"inputs": [[{"index": 3, "value": 0.5}], []]})
+        >>> sparse_matrix(body, 5).toarray().tolist()
+        [[0.0, 0.0, 0.0, 0.5, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]]
+    """
+    rows, indices, values = [], [], []
+    for i, vector in enumerate(body.inputs):
+        for j, weight in enumerate(vector):
+            if weight.index >= size:
+                param = f"inputs[{i}][{j}].index"
+                message = (
+                    f"{param}: {weight.index} is not an index of this model's vectors (vocabulary of {size})"
+                )
+                raise APIError(422, message, param, tei=(422, "Tokenizer"))
+            rows.append(i)
+            indices.append(weight.index)
+            values.append(weight.value)
+    # Repeated indices summed in float64, then float32 (a sum past its range saturates to its largest).
+    places = (np.asarray(rows, dtype=np.int64), np.asarray(indices, dtype=np.int64))
+    matrix = scipy.sparse.coo_matrix(
+        (np.asarray(values, dtype=np.float64), places), shape=(len(body.inputs), size)
+    )
+    matrix = matrix.tocsr()
+    matrix.data = np.clip(matrix.data, -FLOAT32_MAX, FLOAT32_MAX).astype(np.float32)
+    matrix.eliminate_zeros()  # a weight of 0 is no weight: decode lists non-zero ones only
+    matrix.sort_indices()
+    return matrix
+
+
+def tokens_of(model: Any, matrix: scipy.sparse.csr_matrix, top_k: int | None) -> list[list[dict[str, Any]]]:
+    """Each row's ``{"token", "value"}``, heaviest first, ties by index (``SparseEncoder.decode``:
+    a dense model's tokenizer is read the same way)."""
+    decoded = cast(list[decoding.TokenWeights], decoding.decode(matrix, abilities.tokenizer_of(model), top_k))
+    return [[{"token": token, "value": np.float32(value)} for token, value in row] for row in decoded]
+
+
+def _valid(texts: Sequence[str]) -> list[str]:
+    """The texts with lone surrogates (JSON's ``"\\ud800"``) replaced, as the dense model's tokenizing
+    replaces them: a Rust tokenizer refuses them."""
+    return [valid_utf8(text) for text in texts]
+
+
+def _prompts_of(encoder: Any) -> Prompts:
+    """The encoder's prompts as :class:`~sbert.encoder.prompts.Prompts` (its own, or read off
+    sentence-transformers' ``prompts`` dict and ``default_prompt_name``)."""
+    prompts = getattr(encoder, "prompts", None)
+    if isinstance(prompts, Prompts):
+        return prompts
+    return Prompts(dict(prompts or {}), getattr(encoder, "default_prompt_name", None))
