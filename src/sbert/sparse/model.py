@@ -29,7 +29,7 @@ from sbert.encoder.output import check_devices
 from sbert.encoder.prompts import PromptMethods, Prompts
 from sbert.encoder.router import RouteMethods
 from sbert.encoder.st_surface import LoadsByName
-from sbert.inference.plan import PlanRequest
+from sbert.inference.plan import EnginePlan, PlanRequest
 from sbert.modules import (
     Pooling,
     Router,
@@ -40,6 +40,7 @@ from sbert.modules import (
 )
 from sbert.modules.module import Module
 from sbert.sparse import decode as decoding
+from sbert.sparse.engine import fast_vectors, model_plan
 from sbert.sparse.format import SparseInput, read_sparse_model, split_stack, stack_dim, write_sparse_model
 from sbert.sparse.output import check_max_active_dims, finish
 from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
@@ -156,8 +157,9 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``...; default CUDA when available, else CPU.
             precision: The compute precision asked for (:meth:`sbert.SentenceEncoder.from_pretrained`'s
-                choices; checked and kept in :attr:`requested`). The vectors are computed in
-                float32 on PyTorch for now.
+                choices, kept in :attr:`requested`; :attr:`plan` says what runs). ``"auto"`` is bf16
+                on a CPU that multiplies bf16 natively, else float32; ``"float32"`` stays within
+                1e-5 of sentence-transformers (docs/guides/sparse.md, Speed).
             backend: ``"auto"``, ``"torch"`` or ``"openvino"``, as ``precision``.
             max_active_dims: Keep at most this many non-zero weights per vector (overrides the saved one).
 
@@ -176,7 +178,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts,
                     max_active_dims if max_active_dims is not None else saved)  # fmt: skip
         model.source = str(path)
-        model.requested = request
+        for stack in model.stacks():  # a Router's routes compute as asked too
+            stack.requested = request
         if parts.similarity_fn_name is not None:
             model.similarity_fn_name = parts.similarity_fn_name
         model.eval()
@@ -300,12 +303,29 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         self, token_ids: Sequence[Sequence[int]], max_active_dims: int | None = None, prompt_length: int = 0
     ) -> Tensor:
         """Dense float32 vectors (n, dim) of one batch of tokenized texts, at most ``max_active_dims``
-        non-zero each: the one step that :meth:`encode` runs per batch (an engine replaces it)."""
+        non-zero each: the one step that :meth:`encode` runs per batch, by the sparse engine where
+        :attr:`plan` names it (:mod:`sbert.sparse.engine`), else by :meth:`exact_vectors`."""
+        fast = None if prompt_length else fast_vectors(self, token_ids)
+        if fast is None:
+            return self.exact_vectors(token_ids, max_active_dims, prompt_length)
+        return keep_top_k(fast, max_active_dims)
+
+    def exact_vectors(
+        self, token_ids: Sequence[Sequence[int]], max_active_dims: int | None = None, prompt_length: int = 0
+    ) -> Tensor:
+        """:meth:`encode_token_ids` by the modules themselves in float32 on PyTorch: sentence-transformers'
+        arithmetic, operation for operation (the exact path, and the only one on CUDA)."""
         features = self.collate(token_ids)
         if prompt_length:
             features["prompt_length"] = torch.tensor(prompt_length)
         with torch.inference_mode():
             return keep_top_k(self.embed(features, max_active_dims), max_active_dims)
+
+    @property
+    def plan(self) -> EnginePlan:
+        """What :meth:`encode` computes with (:func:`sbert.sparse.engine.model_plan`): precision,
+        backend and why they differ from :attr:`requested`."""
+        return model_plan(self)
 
     def encode(
         self,
