@@ -101,3 +101,8 @@ def test_splade_pooling_must_follow_the_mlm(tiny_mlm_dir: Path, tmp_path: Path) 
     (folder / "modules.json").write_text(json.dumps(modules))
     with pytest.raises(ModelLoadError, match="must be followed by SpladePooling"):
         SparseEncoder.from_pretrained(folder, device="cpu")
+
+
+def test_lone_surrogates_are_replaced_as_the_dense_encoder_does(model: SparseEncoder) -> None:
+    replaced = model.encode(["a?b"], convert_to_sparse_tensor=False)  # what valid_utf8 makes of it
+    assert model.encode(["a\ud800b"], convert_to_sparse_tensor=False).equal(replaced)

@@ -28,6 +28,7 @@ from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
 from sbert.encoder.format import SETTINGS_FILE, load_prompts, write_model
 from sbert.encoder.prompts import Prompts
+from sbert.encoder.st_surface import LoadsByName
 from sbert.modules import (
     MLMTransformer,
     Pooling,
@@ -204,3 +205,25 @@ def is_sparse_folder(path: Path) -> bool:
     listed = [path / "modules.json", *path.glob("*/router_config.json"), path / "router_config.json"]
     texts = [file.read_text(encoding="utf-8", errors="replace") for file in listed if file.is_file()]
     return any(kind in text for text in texts for kind in _SPARSE_TYPES)
+
+
+class LoadsSparseByName(LoadsByName):
+    """sentence-transformers' constructor: ``SparseEncoder("name or path", device=...,
+    similarity_fn_name=..., max_active_dims=...)`` loads; ``SparseEncoder(modules=[...])`` composes
+    sbert's modules."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        first = args[0] if args else kwargs.get("model_name_or_path")
+        similarity = kwargs.pop("similarity_fn_name", None)
+        if isinstance(first, str | Path):
+            model = super().__call__(*args, **kwargs)
+        elif not args and "modules" in kwargs:
+            first, *rest = kwargs.pop("modules")
+            device = kwargs.pop("device", None)
+            model = super().__call__(first, None, rest, **kwargs)
+            model = model.to(device) if device is not None else model
+        else:
+            model = super().__call__(*args, **kwargs)
+        if similarity is not None:
+            model.similarity_fn_name = similarity
+        return model

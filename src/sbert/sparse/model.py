@@ -22,13 +22,12 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from sbert.base.inputs import as_texts, check_count, check_max_seq_length
+from sbert.base.inputs import as_texts, check_count, check_max_seq_length, valid_utf8
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.encoder.hub import resolve_model_path
 from sbert.encoder.output import check_devices
 from sbert.encoder.prompts import PromptMethods, Prompts
 from sbert.encoder.router import RouteMethods
-from sbert.encoder.st_surface import LoadsByName
 from sbert.inference.plan import EnginePlan, PlanRequest
 from sbert.modules import (
     Pooling,
@@ -41,35 +40,20 @@ from sbert.modules import (
 from sbert.modules.module import Module
 from sbert.sparse import decode as decoding
 from sbert.sparse.engine import fast_vectors, model_plan
-from sbert.sparse.format import SparseInput, read_sparse_model, split_stack, stack_dim, write_sparse_model
+from sbert.sparse.format import (
+    LoadsSparseByName,
+    SparseInput,
+    read_sparse_model,
+    split_stack,
+    stack_dim,
+    write_sparse_model,
+)
 from sbert.sparse.output import check_max_active_dims, finish
 from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
 from sbert.sparse.vectors import keep_top_k, to_csr
 
 
-class _LoadsSparseByName(LoadsByName):
-    """sentence-transformers' constructor: ``SparseEncoder("name or path", device=...,
-    similarity_fn_name=..., max_active_dims=...)`` loads; ``SparseEncoder(modules=[...])`` composes
-    sbert's modules."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        first = args[0] if args else kwargs.get("model_name_or_path")
-        similarity = kwargs.pop("similarity_fn_name", None)
-        if isinstance(first, str | Path):
-            model = super().__call__(*args, **kwargs)
-        elif not args and "modules" in kwargs:
-            first, *rest = kwargs.pop("modules")
-            device = kwargs.pop("device", None)
-            model = super().__call__(first, None, rest, **kwargs)
-            model = model.to(device) if device is not None else model
-        else:
-            model = super().__call__(*args, **kwargs)
-        if similarity is not None:
-            model.similarity_fn_name = similarity
-        return model
-
-
-class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSparseByName):  # type: ignore[misc]
+class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSparseByName):  # type: ignore[misc]
     """An input module, its pooling and layers that make sparse vectors; or a Router of such stacks.
 
     Built from a name or path (``SparseEncoder("path", device="cpu")``) it loads as
@@ -383,7 +367,10 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=_LoadsSpar
         single, text = isinstance(sentences, str), self.prompts.resolve(prompt_name, prompt)
         texts = [(text or "") + sentence for sentence in as_texts(sentences)]
         length = self._prompt_length(text)
-        ids = self.input_module.tokenize(texts).ids
+        try:
+            ids = self.input_module.tokenize(texts).ids
+        except TypeError:  # lone surrogates: replaced, as the dense encoder's token_ids() replaces them
+            ids = self.input_module.tokenize([valid_utf8(t) for t in texts]).ids
         order = np.argsort([-len(row) for row in ids], kind="stable")  # longest first
         if show_progress_bar is None:
             show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
