@@ -47,6 +47,21 @@ def packable(model: nn.Module, precision: str) -> bool:
     )
 
 
+def packed_token_vectors(
+    body: nn.Module, input_ids: Tensor, position_ids: Tensor, segment_ids: Tensor
+) -> Tensor:
+    """A Hugging Face encoder's token vectors (rows, T, hidden) of packed rows: each sentence of a
+    row attends only to itself (a block-diagonal mask by ``segment_ids``), at its own positions."""
+    same = segment_ids[:, :, None] == segment_ids[:, None, :]  # (rows, T, T)
+    mask = torch.where(same, 0.0, torch.finfo(torch.float32).min)[:, None]  # (rows, 1, T, T)
+    return body(
+        input_ids=input_ids,
+        attention_mask=mask,
+        position_ids=position_ids,
+        token_type_ids=torch.zeros_like(input_ids),
+    ).last_hidden_state
+
+
 class PackedTransformer(nn.Module):
     """Packed rows → pooled sentence vectors, the graph OpenVINO compiles for :meth:`embed_packed`.
 
@@ -71,14 +86,7 @@ class PackedTransformer(nn.Module):
         token_index: Tensor,
         token_mask: Tensor,
     ) -> Tensor:
-        same = segment_ids[:, :, None] == segment_ids[:, None, :]  # (rows, T, T)
-        mask = torch.where(same, 0.0, torch.finfo(torch.float32).min)[:, None]  # (rows, 1, T, T)
-        tokens = self.model(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=position_ids,
-            token_type_ids=torch.zeros_like(input_ids),
-        ).last_hidden_state  # (rows, T, hidden)
+        tokens = packed_token_vectors(self.model, input_ids, position_ids, segment_ids)  # (rows, T, hidden)
         flat = tokens.reshape(-1, tokens.shape[-1])  # (rows · T, hidden)
         gathered = flat[token_index.reshape(-1)].reshape(
             *token_index.shape, -1

@@ -29,7 +29,7 @@ from sbert.inference.cpu import this_cpu
 from sbert.inference.fast_bert import FastBert, supports
 from sbert.inference.openvino import graph_cache
 from sbert.inference.openvino.runtime import host_logging_kept, import_openvino, keep_signal_stack
-from sbert.inference.packing import packable, packed_passes, pass_feeds
+from sbert.inference.packing import packable, packed_passes, packed_token_vectors, pass_feeds
 from sbert.inference.plan import EnginePlan, PlanRequest, make_plan
 from sbert.inference.precision import ComputeBackend, warn_once
 from sbert.inference.probe import UnfaithfulGraph, check_probe, probe_texts
@@ -231,14 +231,7 @@ class _PackedBody(nn.Module):
     def forward(
         self, input_ids: Tensor, position_ids: Tensor, segment_ids: Tensor, token_index: Tensor
     ) -> Tensor:
-        same = segment_ids[:, :, None] == segment_ids[:, None, :]  # (rows, T, T)
-        mask = torch.where(same, 0.0, torch.finfo(torch.float32).min)[:, None]  # (rows, 1, T, T)
-        states = self.body(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=position_ids,
-            token_type_ids=torch.zeros_like(input_ids),
-        ).last_hidden_state  # (rows, T, hidden)
+        states = packed_token_vectors(self.body, input_ids, position_ids, segment_ids)  # (rows, T, hidden)
         return states.reshape(-1, states.shape[-1])[token_index]  # (tokens, hidden)
 
 
