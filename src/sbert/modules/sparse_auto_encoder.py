@@ -30,7 +30,8 @@ class SparseAutoEncoder(Module):
         input_dim: The dense vectors' size.
         hidden_dim: The sparse vectors' size.
         k: Non-zero weights kept per vector (a model's default ``max_active_dims``).
-        k_aux, dead_threshold: Training settings, kept and saved.
+        k_aux: The auxiliary loss's k (a training setting, kept and saved).
+        dead_threshold: Steps without activation after which a latent counts as dead (kept and saved).
         normalize: Standardise each input vector first (mean 0, unbiased std 1).
 
     Examples:

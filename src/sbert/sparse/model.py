@@ -336,7 +336,8 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
 
         Args:
             sentences: One string (one vector out) or a list of strings.
-            prompt_name, prompt: The model's prompt of that name, or this text, before every sentence.
+            prompt_name: The model's prompt of that name goes before every sentence.
+            prompt: This text goes before every sentence (over ``prompt_name``).
             batch_size: Sentences per forward pass.
             show_progress_bar: Default: on from 1000 sentences.
             convert_to_tensor: One tensor (``False``: a list of 1-D tensors).
@@ -345,8 +346,9 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
             sparse_format: sbert's forms, over the two flags: ``"torch"`` (sparse COO), ``"scipy"``
                 (CSR) or ``"pairs"`` (``(indices, values)`` per vector).
             task: The Router's route to run (``encode_query``: ``"query"``).
-            device: Move the model there first. save_to_cpu, chunk_size: accepted, as
-                sentence-transformers' (the vectors always come back on the CPU).
+            device: Move the model there first.
+            save_to_cpu: Accepted, as sentence-transformers' (the vectors always come back on the CPU).
+            chunk_size: Accepted, as sentence-transformers'.
             pool: Not available (sbert encodes in one process).
 
         Raises:
