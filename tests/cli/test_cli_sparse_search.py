@@ -51,6 +51,14 @@ def corpus_file(tmp_path: Path) -> Path:
     return path
 
 
+def build_index(corpus: Path, output: Path, kind: str, model: Path) -> None:
+    """``sbert index build`` of ``corpus`` into ``output``, of that kind, by that model."""
+    assert (
+        main(["index", "build", "--corpus", str(corpus), "-o", str(output), "--kind", kind, "-m", str(model)])
+        == 0
+    )
+
+
 def search_json(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict]:
     capsys.readouterr()
     assert main(["search", *QUERIES, "--json", "-k", "3", *args]) == 0
@@ -66,23 +74,7 @@ def test_sparse_build_and_search_equal_the_library(
     from sbert.sparse.model import SparseEncoder
 
     output = tmp_path / "sparse"
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--corpus",
-                str(corpus_file),
-                "-o",
-                str(output),
-                "--kind",
-                kind,
-                "-m",
-                str(splade_dir),
-            ]
-        )
-        == 0
-    )
+    build_index(corpus_file, output, kind, splade_dir)
     assert f"{'exact' if kind == 'sparse' else 'seismic'} sparse" in capsys.readouterr().err
     records = search_json(capsys, "--index", str(output))  # the model comes from the manifest
     model = SparseEncoder.from_pretrained(str(splade_dir), device="cpu")
@@ -110,40 +102,8 @@ def test_hybrid_search_fuses_dense_and_sparse(
     from sbert.sparse.model import SparseEncoder
 
     dense_dir, sparse_dir = tmp_path / "dense", tmp_path / "sparse"
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--corpus",
-                str(corpus_file),
-                "-o",
-                str(dense_dir),
-                "--kind",
-                "flat",
-                "-m",
-                str(tiny_model_dir),
-            ]
-        )
-        == 0
-    )
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--corpus",
-                str(corpus_file),
-                "-o",
-                str(sparse_dir),
-                "--kind",
-                "sparse",
-                "-m",
-                str(splade_dir),
-            ]
-        )
-        == 0
-    )
+    build_index(corpus_file, dense_dir, "flat", tiny_model_dir)
+    build_index(corpus_file, sparse_dir, "sparse", splade_dir)
     dense_model = SentenceEncoder.from_pretrained(tiny_model_dir)
     sparse_model = SparseEncoder.from_pretrained(str(splade_dir), device="cpu")
     dense = VectorIndex.load(dense_dir).search(dense_model.encode_query(QUERIES), top_k=6)
@@ -168,40 +128,8 @@ def test_wrong_combinations_are_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     dense_dir, sparse_dir = tmp_path / "dense", tmp_path / "sparse"
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--corpus",
-                str(corpus_file),
-                "-o",
-                str(dense_dir),
-                "--kind",
-                "flat",
-                "-m",
-                str(tiny_model_dir),
-            ]
-        )
-        == 0
-    )
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--corpus",
-                str(corpus_file),
-                "-o",
-                str(sparse_dir),
-                "--kind",
-                "sparse",
-                "-m",
-                str(splade_dir),
-            ]
-        )
-        == 0
-    )
+    build_index(corpus_file, dense_dir, "flat", tiny_model_dir)
+    build_index(corpus_file, sparse_dir, "sparse", splade_dir)
     other = build_tiny_splade(tiny_model_dir, tmp_path / "other", seed=2)
     capsys.readouterr()
     cases = [
@@ -236,23 +164,7 @@ def test_wrong_combinations_are_refused(
     )
     assert "--dimensions" in capsys.readouterr().err
     (tmp_path / "short.txt").write_text("\n".join(SENTENCES[:4]) + "\n")
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--corpus",
-                str(tmp_path / "short.txt"),
-                "-o",
-                str(tmp_path / "s3"),
-                "--kind",
-                "sparse",
-                "-m",
-                str(splade_dir),
-            ]
-        )
-        == 0
-    )
+    build_index(tmp_path / "short.txt", tmp_path / "s3", "sparse", splade_dir)
     capsys.readouterr()
     assert main(["search", "q", "--index", str(dense_dir), "--sparse-index", str(tmp_path / "s3")]) == 1
     assert "same corpus" in capsys.readouterr().err
