@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,7 +58,7 @@ def test_each_readme_command_makes_and_activates_the_venv_before_installing() ->
     """Typed alone in a new shell, neither command installs into the system's Python (issue 45)."""
     for command in _start_here_commands():
         steps = _steps(command)
-        assert steps[:2] == ["python3 -m venv .venv", ". .venv/bin/activate"], command
+        assert steps[:3] == ["python3 scripts/check-python", "python3 -m venv .venv", ". .venv/bin/activate"]
         assert not any(";" in step or "||" in step for step in steps), command  # a failure stops it
 
 
@@ -109,3 +112,86 @@ def test_every_tested_dependency_is_pinned_and_torch_has_no_local_suffix() -> No
     assert sorted(names - set(pins)) == []
     assert pins["torch"] == "2.13.0"
     assert "sbert" not in pins
+
+
+# A stand-in for python3: runs scripts/check-python as a Python of version $FAKE_VERSION would (the real
+# interpreter underneath), and records any other use (`-m venv`, a pip) instead of doing it.
+FAKE_PYTHON3 = """#!{python}
+import os, runpy, sys
+if sys.argv[1:] == ["scripts/check-python"]:
+    if os.environ.get("FAKE_VERSION"):
+        sys.version_info = tuple(int(p) for p in os.environ["FAKE_VERSION"].split(".")) + ("final", 0)
+    sys.argv = sys.argv[1:]
+    runpy.run_path("scripts/check-python", run_name="__main__")
+else:
+    with open("reached", "a") as log:
+        log.write(" ".join(sys.argv[1:]) + "\\n")
+    sys.exit(3)
+"""
+
+
+def _run_start_here(tmp_path: Path, fake_version: str | None = None) -> list[tuple[int, str, float]]:
+    """Each README command run by bash in ``tmp_path`` (a checkout's scripts/ copied there), with the
+    fake python3 first on PATH: (exit status, stderr, seconds) per command."""
+    (tmp_path / "scripts").mkdir(exist_ok=True)
+    (tmp_path / "scripts" / "check-python").write_text((REPO / "scripts" / "check-python").read_text())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "python3").write_text(FAKE_PYTHON3.format(python=sys.executable))
+    (bin_dir / "python3").chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    if fake_version:
+        env["FAKE_VERSION"] = fake_version
+    results = []
+    for command in _start_here_commands():
+        start = time.perf_counter()
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+        results.append((done.returncode, done.stderr, time.perf_counter() - start))
+    return results
+
+
+def test_a_python3_below_the_floor_stops_both_commands_in_seconds_naming_the_fix(tmp_path: Path) -> None:
+    """A Debian python3 3.11.2 went on to fetch 1.3 GB of wheels, then failed on a resolver conflict
+    that named mkdocs-material, not Python (issue 54)."""
+    for code, stderr, seconds in _run_start_here(tmp_path, fake_version="3.11.2"):
+        assert code == 1, stderr
+        assert stderr.count("\n") == 1, stderr  # one line
+        assert "python3 is 3.11.2" in stderr and "below the tested floor 3.11.5" in stderr, stderr
+        assert "install Python 3.11.5 or newer" in stderr, stderr
+        assert seconds < 10
+    assert not (tmp_path / "reached").exists()  # no venv made, nothing installed
+    assert not (tmp_path / ".venv").exists()
+
+
+@pytest.mark.parametrize("line", ["version = 3.11.2", "version_info = 3.10.14.final.0"])
+def test_a_venv_made_by_another_python_stops_both_commands_naming_the_fix(tmp_path: Path, line: str) -> None:
+    """`python3 -m venv .venv` keeps an old .venv's interpreter: a newer python3 then ran the install
+    with the old Python in silence (issue 54)."""
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text(f"home = /usr/bin\ninclude-system-site-packages = false\n{line}\n")
+    made_by = ".".join(line.split(" = ")[1].split(".")[:3])
+    here = ".".join(str(part) for part in sys.version_info[:3])
+    for code, stderr, seconds in _run_start_here(tmp_path):
+        assert code == 1, stderr
+        assert f".venv was made by Python {made_by} and python3 is {here}" in stderr, stderr
+        assert "rm -rf .venv" in stderr and seconds < 10
+    assert not (tmp_path / "reached").exists()
+    assert (tmp_path / ".venv" / "pyvenv.cfg").is_file()  # the user's folder is left as it was
+
+
+def test_a_venv_made_by_this_python_or_none_lets_both_commands_go_on(tmp_path: Path) -> None:
+    for code, stderr, _ in _run_start_here(tmp_path):  # no .venv yet: the next step, `python3 -m venv`
+        assert (code, stderr) == (3, "")
+    (tmp_path / ".venv").mkdir()
+    version = ".".join(str(part) for part in sys.version_info[:3])
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text(f"home = /usr/bin\nversion = {version}\n")
+    for code, stderr, _ in _run_start_here(tmp_path):
+        assert (code, stderr) == (3, "")
+    assert (tmp_path / "reached").read_text().splitlines() == ["-m venv .venv"] * 4
+
+
+def test_the_check_script_and_the_readme_state_one_floor() -> None:
+    script = (REPO / "scripts" / "check-python").read_text(encoding="utf-8")
+    floor = re.search(r"^FLOOR = \((\d+), (\d+), (\d+)\)$", script, re.MULTILINE)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert floor is not None and f"`python3` {'.'.join(floor.groups())} or newer" in readme

@@ -152,16 +152,33 @@ def test_a_stopped_run_leaves_a_report_of_the_finished_cells(
     assert "`table1/bundled-mean`: not run yet" in (tmp_path / REPORT_FILE).read_text()
 
 
+@pytest.mark.parametrize("as_link", [False, True], ids=["folder", "symbolic-link"])
 def test_a_relative_data_folder_is_made_absolute_once(
-    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, as_link: bool
 ) -> None:
+    """``SBERT_DATA=../shared/data`` as the README writes it, from a checkout beside ``shared/``: made
+    absolute against the working directory once, and a data folder that is a symbolic link is kept as
+    the user named it (reports show the user's path), not swapped for the link's target (issue 54)."""
     from sbert.cli.common import absolute_path
     from sbert.data.paths import resolve_data_dir
 
-    monkeypatch.chdir(data_dir.parent)
-    monkeypatch.setenv("SBERT_DATA", data_dir.name)  # relative, as in the README's SBERT_DATA=../shared/data
-    # resolve(): the working directory is reported without links, the fixture's path may hold one
-    assert resolve_data_dir() == data_dir.resolve()
-    assert Path(absolute_path(f"../{data_dir.parent.name}/{data_dir.name}")).resolve() == data_dir.resolve()
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "shared").mkdir()
+    if as_link:
+        (tmp_path / "shared" / "data").symlink_to(data_dir, target_is_directory=True)
+    else:  # a real folder holding the data set the check reads (links inside, the folder itself real)
+        (tmp_path / "shared" / "data").mkdir()
+        for child in data_dir.iterdir():
+            (tmp_path / "shared" / "data" / child.name).symlink_to(child)
+    monkeypatch.chdir(tmp_path / "repo")
+    # the working directory as the system reports it (tmp_path may itself sit under a link)
+    expected = Path.cwd().parent / "shared" / "data"
+    monkeypatch.setenv("SBERT_DATA", "../shared/data")
+    assert resolve_data_dir() == expected
+    assert expected.is_symlink() is as_link
+    assert Path(absolute_path("../shared/data")) == expected
+    assert resolve_data_dir().resolve() == (data_dir.resolve() if as_link else expected.resolve())
     assert main(["data", "check"]) in (0, 1)  # the entry point rewrites the variable once
-    assert Path(os.environ["SBERT_DATA"]) == data_dir.resolve()
+    assert os.environ["SBERT_DATA"] == str(expected)
+    monkeypatch.chdir(tmp_path)  # later working directories name the same folder
+    assert resolve_data_dir() == expected
