@@ -168,7 +168,9 @@ def test_a_venv_made_by_another_python_stops_both_commands_naming_the_fix(tmp_pa
     """`python3 -m venv .venv` keeps an old .venv's interpreter: a newer python3 then ran the install
     with the old Python in silence (issue 54)."""
     (tmp_path / ".venv").mkdir()
-    (tmp_path / ".venv" / "pyvenv.cfg").write_text(f"home = /usr/bin\ninclude-system-site-packages = false\n{line}\n")
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text(
+        f"home = /usr/bin\ninclude-system-site-packages = false\n{line}\n"
+    )
     made_by = ".".join(line.split(" = ")[1].split(".")[:3])
     here = ".".join(str(part) for part in sys.version_info[:3])
     for code, stderr, seconds in _run_start_here(tmp_path):
