@@ -197,3 +197,48 @@ def test_the_check_script_and_the_readme_state_one_floor() -> None:
     floor = re.search(r"^FLOOR = \((\d+), (\d+), (\d+)\)$", script, re.MULTILINE)
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert floor is not None and f"`python3` {'.'.join(floor.groups())} or newer" in readme
+
+
+def test_getting_started_shows_the_readme_commands_and_what_ci_sets() -> None:
+    """The install page repeats the README's two commands verbatim, and says what `.ci/run` adds."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    block = readme.split("## Start here", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    assert block in page.split("## Install", 1)[1].split("\n## ", 1)[0]
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    names = re.findall(r"(?:^export |\s)([A-Z][A-Z_]+)=", ci, re.MULTILINE)  # the variables it sets
+    assert names and all(f"`{name}" in page for name in names), names
+
+
+# The pages a new user installs from; their pip lines install the checkout's tested set.
+INSTALL_PAGES = [
+    "README.md",
+    "docs/getting-started.md",
+    "docs/guides/sparse.md",
+    "docs/guides/coming-from-st.md",
+    "docs/guides/encode.md",
+    "docs/guides/data.md",
+    "docs/guides/reproduce.md",
+    "docs/guides/evaluation.md",
+    "docs/guides/corpus-stores.md",
+]
+
+
+def test_every_pip_install_in_the_user_pages_takes_the_tested_set() -> None:
+    """`pip install 'sbert[sparse]'` asked the package index for a package, not the checkout's extra, and
+    a line without `-c constraints.txt` installs versions the tests never saw (issue 54)."""
+    wrong = []
+    for name in INSTALL_PAGES:
+        for number, line in enumerate((REPO / name).read_text(encoding="utf-8").splitlines(), 1):
+            for command in re.findall(r"pip install[^`;&|]*", line):
+                if "-c constraints.txt" not in command or "sbert[" in command:
+                    wrong.append(f"{name}:{number}: {command}")
+    assert wrong == []
+
+
+def test_the_user_pages_hold_no_internal_details() -> None:
+    """No lock file of the project's machines, no branch name, no install row for its machines."""
+    for name in INSTALL_PAGES:
+        text = (REPO / name).read_text(encoding="utf-8")
+        for internal in ("sbert-heavy.lock", "branch sp-", "this project's machines", "erratum"):
+            assert internal not in text, f"{name}: {internal}"
