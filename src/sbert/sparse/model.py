@@ -24,11 +24,11 @@ from tqdm.auto import tqdm
 
 from sbert.base.inputs import as_texts, check_count, check_max_seq_length, valid_utf8
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
-from sbert.encoder.hub import resolve_model_path
-from sbert.encoder.output import check_devices
-from sbert.encoder.prompts import PromptMethods, Prompts
-from sbert.encoder.router import RouteMethods
 from sbert.inference.plan import EnginePlan, PlanRequest
+from sbert.model.base import ModelBase
+from sbert.model.hub import resolve_model_path
+from sbert.model.prompts import PromptMethods, Prompts
+from sbert.model.router import RouteMethods
 from sbert.modules import (
     Pooling,
     Router,
@@ -53,7 +53,7 @@ from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
 from sbert.sparse.vectors import keep_top_k, to_csr
 
 
-class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSparseByName):  # type: ignore[misc]
+class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSparseByName):  # type: ignore[misc]
     """An input module, its pooling and layers that make sparse vectors; or a Router of such stacks.
 
     Built from a name or path (``SparseEncoder("path", device="cpu")``) it loads as
@@ -166,18 +166,13 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
             stack.requested = request
         if parts.similarity_fn_name is not None:
             model.similarity_fn_name = parts.similarity_fn_name
-        model.eval()
-        return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        return model.placed(device)
 
-    def save(self, path: str | Path) -> None:
-        """Save as sentence-transformers' SparseEncoder folder, which both libraries load."""
+    def _write(self, path: Path) -> None:
+        """sentence-transformers' SparseEncoder folder, which both libraries load."""
         write_sparse_model(
-            Path(path), self.saved_modules(), self.prompts, self.similarity_fn_name, self.max_active_dims
+            path, self.saved_modules(), self.prompts, self.similarity_fn_name, self.max_active_dims
         )
-
-    def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
-        """:meth:`save` (sentence-transformers' other name)."""
-        self.save(path)
 
     @property
     def max_active_dims(self) -> int | None:
@@ -219,27 +214,6 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
         return self.pooling.mode + ("+sae" if self.layers else "")
 
     @property
-    def device(self) -> torch.device:
-        """Where the weights are, so where ``encode()`` runs."""
-        return next(self.parameters()).device
-
-    @property
-    def max_seq_length(self) -> int:
-        """Inputs are cut to this many tokens; settable (every route follows)."""
-        return int(self.input_module.max_seq_length)
-
-    @max_seq_length.setter
-    def max_seq_length(self, value: int) -> None:
-        check_max_seq_length(value, None, self.name, required=True)
-        for stack in self.stacks():
-            stack.input_module.max_seq_length = int(value)
-
-    @property
-    def tokenizer(self) -> Any:
-        """The tokenizer (Hugging Face's), whose ids are the vectors' dimensions."""
-        return self.input_module.tokenizer
-
-    @property
     def similarity_fn_name(self) -> str:
         """What :meth:`similarity` computes: ``dot`` (default) or ``cosine``; settable."""
         return self._similarity_fn_name or "dot"
@@ -256,11 +230,6 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
     def tokenize(self, texts: Sequence[str]) -> dict[str, Tensor]:
         """The input features of ``texts`` (no prompt added): padded ``input_ids`` and ``attention_mask``."""
         return self.collate(self.input_module.tokenize(list(texts)).ids)
-
-    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
-        """:meth:`forward`'s input for tokenized texts, on the model's device."""
-        features = self.input_module.collate(token_ids)  # (batch, longest) each
-        return {key: value.to(self.device) for key, value in features.items()}
 
     def embed(self, features: dict[str, Tensor], max_active_dims: int | None = None) -> Tensor:
         """Dense vectors (batch, dim) of a batch from :meth:`collate`, with gradients where enabled;
@@ -364,8 +333,7 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
                                 convert_to_sparse_tensor, k, sparse_format, device=device, pool=pool)  # fmt: skip
         check_count("batch_size", batch_size)
         finish(scipy.sparse.csr_matrix((0, 1), dtype=np.float32), False, sparse_format)  # checks the format
-        if (target := check_devices(device, pool)) is not None:
-            self.to(target)
+        self.move_for_encode(device, pool)
         single, text = isinstance(sentences, str), self.prompts.resolve(prompt_name, prompt)
         texts = [(text or "") + sentence for sentence in as_texts(sentences)]
         length = self._prompt_length(text)
