@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.conftest import build_tiny_bert
 
@@ -62,6 +63,14 @@ def test_max_active_dims_must_be_positive_whole_number(
         model.encode(["rain"], max_active_dims=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):
         model.max_active_dims = bad  # type: ignore[assignment]
+
+
+def test_max_active_dims_takes_numpy_integers(model: SparseEncoder) -> None:
+    """sentence-transformers takes any integer; np.int64(3) was refused as not a whole number."""
+    model.max_active_dims = np.int64(3)  # type: ignore[assignment]
+    assert model.max_active_dims == 3 and type(model.max_active_dims) is int
+    vector = model.encode("rain", max_active_dims=np.int32(2))  # type: ignore[arg-type]
+    assert vector.coalesce().values().numel() <= 2
 
 
 def test_saved_max_active_dims_is_checked(model: SparseEncoder, tmp_path: Path) -> None:

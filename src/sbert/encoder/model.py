@@ -14,8 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.base.inputs import as_texts, check_max_seq_length, valid_utf8
-from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+from sbert.base.inputs import check_max_seq_length
 from sbert.encoder.format import read_model
 from sbert.encoder.output import EncodeOutput, token_embeddings
 from sbert.encoder.st_surface import SentenceTransformerMethods
@@ -26,6 +25,7 @@ from sbert.inference.runners import after_pooling
 from sbert.inference.steps import check_finite, prompt_length, run_options
 from sbert.model.base import ModelBase, PlannedAttributes
 from sbert.model.by_name import LoadsByName
+from sbert.model.encoding import EncodeRequest, tokenized
 from sbert.model.folder import saved_similarity_fn_name, write_model
 from sbert.model.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.model.prompts import PromptMethods, Prompts
@@ -209,10 +209,7 @@ class SentenceEncoder(
         """Tokens of each sentence before truncation, special tokens and the prompt included (what
         ``encode`` with the same prompt would cut to ``max_seq_length``)."""
         sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
-        try:
-            return self.input_module.token_counts(sentences)
-        except TypeError:  # lone surrogates, replaced as token_ids() replaces them
-            return self.input_module.token_counts([valid_utf8(s) for s in sentences])
+        return tokenized(self.input_module.token_counts, sentences)
 
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
         """Sentence vectors (batch, dim) of a batch from :meth:`collate`.
@@ -328,25 +325,23 @@ class SentenceEncoder(
             convert_to_numpy,
             convert_to_tensor,
         )
-        self.move_for_encode(device, pool)
+        # A static table's one sparse mean is over before a bar helps.
+        request = EncodeRequest.of(self, sentences, prompt_name, prompt, batch_size, show_progress_bar,
+                                   device, pool, bar_by_default=not self.is_static)  # fmt: skip
         plan = self.planning.encode_plan(compute_precision)
-        single = isinstance(sentences, str)
-        texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         if output.tokens:
             if self.is_static:
                 raise ValueError(
                     "a static model has no token embeddings: use output_value='sentence_embedding'"
                 )
-            vectors = token_embeddings(self, texts, batch_size)
-            return vectors[0] if single else vectors
-        embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
-        if texts:
-            if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
-                show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
-            options = replace(options, prompt_length=length)
-            plan, embeddings = self.planning.run(plan, texts, options, show_progress_bar)
+            vectors = token_embeddings(self, request.texts, batch_size)
+            return vectors[0] if request.single else vectors
+        embeddings = torch.empty((len(request.texts), self.dim), dtype=torch.float32)
+        if request.texts:
+            options = replace(options, prompt_length=request.prompt_length)
+            plan, embeddings = self.planning.run(plan, request.texts, options, request.show_progress_bar)
         check_finite(embeddings, plan)
-        return output.finish(embeddings, single)
+        return output.finish(embeddings, request.single)
 
     def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's

@@ -51,9 +51,11 @@ class EncodeRequest:
         show_progress_bar: bool | None = None,
         device: Any = None,
         pool: Any = None,
+        bar_by_default: bool = True,
     ) -> EncodeRequest:
         """sentence-transformers' arguments, parsed once: the sentences (:func:`~sbert.base.inputs.as_texts`),
-        the prompt (``model.with_prompt``), ``batch_size``, the bar (default: on from 1000 texts) and
+        the prompt (``model.with_prompt``), ``batch_size``, the bar (default: on from 1000 texts, where
+        ``bar_by_default``) and
         ``device``/``pool`` (the model moved there: ``model.move_for_encode``).
 
         Raises:
@@ -65,7 +67,7 @@ class EncodeRequest:
         model.move_for_encode(device, pool)
         texts, length = model.with_prompt(as_texts(sentences), prompt_name, prompt)
         if show_progress_bar is None:
-            show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
+            show_progress_bar = bar_by_default and len(texts) >= PROGRESS_BAR_MIN_SENTENCES
         return cls(texts, isinstance(sentences, str), length, batch_size, bool(show_progress_bar))
 
 

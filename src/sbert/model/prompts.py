@@ -127,8 +127,12 @@ class PromptMethods:
         text = self.prompts.resolve(prompt_name, prompt)
         if not text:
             return list(sentences), 0
-        length = self.input_module.prompt_length(valid_utf8(text))
-        return [text + sentence for sentence in sentences], length
+        return [text + sentence for sentence in sentences], self.prompt_tokens(text)
+
+    def prompt_tokens(self, text: str) -> int:
+        """The tokens of the prompt ``text`` that the pooling is told of (a sparse model: only
+        where its pooling leaves the prompt out)."""
+        return int(self.input_module.prompt_length(valid_utf8(text)))
 
     def encode_query(
         self,
