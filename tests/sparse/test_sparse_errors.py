@@ -24,6 +24,22 @@ def test_plain_dense_folder_is_refused(tiny_model_dir: Path) -> None:
         SparseEncoder.from_pretrained(tiny_model_dir, device="cpu")
 
 
+def test_a_plain_classifier_folder_is_refused_naming_the_cross_encoder(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """The kinds table names the class that loads the folder: a sequence classifier is a cross-encoder's."""
+    from transformers import BertForSequenceClassification
+
+    BertForSequenceClassification.from_pretrained(tiny_model_dir, num_labels=1).save_pretrained(
+        tmp_path / "cls"
+    )
+    with pytest.raises(
+        ModelLoadError,
+        match=r"not a SPLADE model.*ForSequenceClassification.*load it with sbert.CrossEncoder",
+    ):
+        SparseEncoder.from_pretrained(tmp_path / "cls", device="cpu")
+
+
 def test_sentence_transformers_dense_folder_is_refused(tiny_encoder: SentenceEncoder, tmp_path: Path) -> None:
     tiny_encoder.save(tmp_path / "dense")
     with pytest.raises(ModelLoadError, match=r"modules.json: a dense model.*SentenceEncoder"):

@@ -28,7 +28,7 @@ from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
 from sbert.model.by_name import LoadsByName
 from sbert.model.folder import load_prompts, read_modules, read_settings, write_model
-from sbert.model.kinds import folder_kind
+from sbert.model.kinds import KINDS, folder_kind
 from sbert.model.prompts import Prompts
 from sbert.modules import (
     MLMTransformer,
@@ -91,7 +91,7 @@ def _plain(path: Path, max_seq_length: int | None) -> tuple[MLMTransformer, Spla
         raise ModelLoadError(
             f"{config_file}: not a SPLADE model: its architectures are {architectures or 'not named'}, "
             "not a *ForMaskedLM with its head. SparseEncoder loads masked-language models and "
-            "sentence-transformers SparseEncoder folders; for dense vectors use sbert.SentenceEncoder."
+            f"sentence-transformers SparseEncoder folders; {folder_kind(path).hint()}"
         )
     mlm = MLMTransformer.load_pretrained(path, max_seq_length=max_seq_length)
     assert isinstance(mlm, MLMTransformer)  # load_pretrained builds the class it is called on
@@ -131,8 +131,8 @@ def split_stack(
             f"{listing}: a dense model (a feature-extraction Transformer, "
             f"{', '.join(type(module).__name__ for module in modules[1:]) or 'nothing'} after it), not a "
             "sparse one: SparseEncoder reads SPLADE (a fill-mask Transformer and SpladePooling), "
-            "inference-free SPLADE (a Router) and CSR (Transformer, Pooling, SparseAutoEncoder). "
-            "For dense vectors use sbert.SentenceEncoder."
+            "inference-free SPLADE (a Router) and CSR (Transformer, Pooling, SparseAutoEncoder); "
+            f"{KINDS['dense'].hint()}"
         )
     if rest[0].input_dim != pooling.output_dim:
         raise ModelLoadError(
