@@ -17,6 +17,8 @@ from sbert._version import __version__
 from sbert.base.batching import length_sorted_batches
 from sbert.base.files import replace_dir, staging_dir
 from sbert.base.inputs import check_max_seq_length
+from sbert.base.modes import in_eval_mode
+from sbert.base.outputs import MODEL, claiming
 from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
 from sbert.cross_encoder.loading import (
     Activation,
@@ -291,6 +293,7 @@ class CrossEncoder(RankMethods, nn.Module):
         inputs = {key: value.to(self.device) for key, value in features.items() if key in _MODEL_INPUTS}
         return self.model(**inputs, return_dict=True).logits
 
+    @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def logits(
         self,
         pairs: Sequence[tuple[str, str]],
@@ -376,6 +379,7 @@ class CrossEncoder(RankMethods, nn.Module):
         scores = activated(logits, activation, apply_softmax).float()
         return converted(scores, single, convert_to_numpy, convert_to_tensor, self.device)
 
+    @claiming("path", MODEL)  # a file, a link, or a folder with files sbert did not write: refused first
     def save(self, path: str | Path) -> None:
         """Write a Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically;
         sentence-transformers' ``CrossEncoder`` loads it with the same activation and length limit."""

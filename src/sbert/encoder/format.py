@@ -31,6 +31,7 @@ from torch import nn
 from sbert._version import __version__
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json, replace_dir, staging_dir
+from sbert.base.outputs import MODEL, claiming
 from sbert.encoder.prompts import Prompts
 from sbert.modules import (
     Dense,
@@ -206,6 +207,7 @@ def _check_dims(pooler: Pooling, layers: list[nn.Module], modules_file: Path) ->
             dim = layer.out_features
 
 
+@claiming("path", MODEL)  # a file, a link, or a folder with files sbert did not write: refused first
 def write_model(
     path: Path,
     modules: Sequence[nn.Module],
@@ -219,6 +221,8 @@ def write_model(
 
     Raises:
         TypeError: a module sbert could not read back (not a registered module type).
+        OutputRefusedError: ``path`` is a file, a link, or a folder holding anything sbert did not
+            write (:mod:`sbert.base.outputs`); nothing was written.
     """
     staging = staging_dir(path)
     try:

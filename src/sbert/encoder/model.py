@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.inputs import as_texts, check_max_seq_length, valid_utf8
+from sbert.base.modes import in_eval_mode
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.encoder.format import read_model, write_model
 from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
@@ -271,6 +272,7 @@ class SentenceEncoder(
             embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
         return self.after_pooling(embeddings, normalize)  # (batch, dim)
 
+    @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def encode(
         self,
         sentences: str | Iterable[str],

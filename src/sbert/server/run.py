@@ -124,18 +124,17 @@ def warm_up_graphs(model: Any) -> None:
 def load_cross_encoder(path: str) -> Any:
     """A trained one-output cross-encoder; a plain encoder (which would get an untrained head) is refused."""
     from sbert.cross_encoder import CONFIG_FILE, CrossEncoder
+    from sbert.cross_encoder.loading import folder_has_head
 
     folder = Path(path)
     config = folder / "config.json"
     if not config.is_file():
         raise ModelLoadError(f"{config}: missing; --cross-encoder needs a saved cross-encoder directory")
     try:
-        architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+        json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ModelLoadError(f"{config}: cannot be read: {error}") from error
-    if not (folder / CONFIG_FILE).is_file() and not any(
-        str(name).endswith("ForSequenceClassification") for name in architectures
-    ):
+    if not folder_has_head(folder):
         raise ModelLoadError(
             f"{folder}: not a cross-encoder (no {CONFIG_FILE}, no sequence-classification head in "
             "config.json); serving it would score with an untrained head"

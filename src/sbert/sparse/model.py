@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from sbert.base.inputs import as_texts, check_count, check_max_seq_length, valid_utf8
+from sbert.base.modes import in_eval_mode
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.encoder.hub import resolve_model_path
 from sbert.encoder.output import check_devices
@@ -311,6 +312,7 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
         backend and why they differ from :attr:`requested`."""
         return model_plan(self)
 
+    @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def encode(
         self,
         sentences: str | Iterable[str],
