@@ -21,13 +21,19 @@ PAIRS = [(SENTENCES[0], SENTENCES[1]), (SENTENCES[2], SENTENCES[0])]
 
 
 def _dense(tiny_model_dir: Path, _: Path) -> tuple[Any, Callable[[Any], Any]]:
-    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32", backend="torch")
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
     return model, lambda m: m.encode(SENTENCES, convert_to_tensor=True)
 
 
 def _dense_query(tiny_model_dir: Path, _: Path) -> tuple[Any, Callable[[Any], Any]]:
-    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32", backend="torch")
-    return model, lambda m: torch.as_tensor(np.concatenate([m.encode_query(SENTENCES[:1]), m.encode_document(SENTENCES[1:])]))
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    return model, lambda m: torch.as_tensor(
+        np.concatenate([m.encode_query(SENTENCES[:1]), m.encode_document(SENTENCES[1:])])
+    )
 
 
 def _sparse(_: Path, mlm_dir: Path) -> tuple[Any, Callable[[Any], Any]]:
@@ -37,18 +43,24 @@ def _sparse(_: Path, mlm_dir: Path) -> tuple[Any, Callable[[Any], Any]]:
 
 def _sparse_query(_: Path, mlm_dir: Path) -> tuple[Any, Callable[[Any], Any]]:
     model = SparseEncoder.from_pretrained(mlm_dir, device="cpu", precision="float32", backend="torch")
-    return model, lambda m: torch.cat([m.encode_query(SENTENCES[:1]), m.encode_document(SENTENCES[1:])]).to_dense()
+    return model, lambda m: torch.cat(
+        [m.encode_query(SENTENCES[:1]), m.encode_document(SENTENCES[1:])]
+    ).to_dense()
 
 
 def _cross_predict(tiny_model_dir: Path, _: Path) -> tuple[Any, Callable[[Any], Any]]:
     torch.manual_seed(0)
-    model = CrossEncoder.from_pretrained(tiny_model_dir, num_labels=1, device="cpu", precision="float32", backend="torch")
+    model = CrossEncoder.from_pretrained(
+        tiny_model_dir, num_labels=1, device="cpu", precision="float32", backend="torch"
+    )
     return model, lambda m: torch.as_tensor(m.predict(PAIRS))
 
 
 def _cross_rank(tiny_model_dir: Path, _: Path) -> tuple[Any, Callable[[Any], Any]]:
     torch.manual_seed(0)
-    model = CrossEncoder.from_pretrained(tiny_model_dir, num_labels=1, device="cpu", precision="float32", backend="torch")
+    model = CrossEncoder.from_pretrained(
+        tiny_model_dir, num_labels=1, device="cpu", precision="float32", backend="torch"
+    )
     return model, lambda m: torch.tensor([hit["score"] for hit in m.rank(SENTENCES[0], SENTENCES)])
 
 

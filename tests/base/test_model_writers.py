@@ -84,7 +84,9 @@ def test_a_folder_holding_a_users_file_is_refused_and_the_file_kept(
     assert sorted(os.listdir(tmp_path)) == ["out"]  # no staging folder or lock left beside it
 
 
-def test_a_regular_file_is_refused_and_kept(model: Any, save: Callable[[Any, Path], None], tmp_path: Path) -> None:
+def test_a_regular_file_is_refused_and_kept(
+    model: Any, save: Callable[[Any, Path], None], tmp_path: Path
+) -> None:
     (tmp_path / "model").write_bytes(MINE)
     _refused(save, model, tmp_path / "model", "not a folder")
     assert (tmp_path / "model").read_bytes() == MINE
@@ -128,7 +130,9 @@ def test_a_model_folder_sbert_did_not_write_is_refused(model: Any, tmp_path: Pat
     assert (hf / "model.safetensors").read_bytes() == MINE
 
 
-def test_sentence_transformers_loads_what_sbert_saved_with_its_marker(tiny_model_dir: Path, tmp_path: Path) -> None:
+def test_sentence_transformers_loads_what_sbert_saved_with_its_marker(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
     from sentence_transformers import SentenceTransformer
 
     model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32")

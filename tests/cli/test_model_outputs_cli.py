@@ -27,9 +27,21 @@ def _commands(tiny_model_dir: Path, mlm_dir: Path, tmp_path: Path) -> dict[str, 
     run = ["--no-progress", "--device", "cpu"]
     return {
         "distill static": ["distill", "static", "--teacher", str(tiny_model_dir), "--dimensions", "8"],
-        "train file": ["train", "file", "--train", str(pairs), "--loss", "cosine-mse"]
-        + ["--base", str(tiny_model_dir), "--epochs", "1", "--batch-size", "2", *run],
-        "train sparse": ["train", "sparse", "--base", str(mlm_dir), "--max-pairs", "4", "--batch-size", "2", *run],
+        "train file": [
+            *["train", "file", "--train", str(pairs), "--loss", "cosine-mse", "--base", str(tiny_model_dir)],
+            *["--epochs", "1", "--batch-size", "2", *run],
+        ],
+        "train sparse": [
+            "train",
+            "sparse",
+            "--base",
+            str(mlm_dir),
+            "--max-pairs",
+            "4",
+            "--batch-size",
+            "2",
+            *run,
+        ],
     }
 
 
@@ -68,8 +80,13 @@ def test_a_users_folder_a_file_a_link_and_a_plain_model_folder_are_refused_untou
     assert all((hf / name).read_bytes() == (mlm_dir / name).read_bytes() for name in os.listdir(hf))
 
 
-def test_distill_static_writes_its_own_output_again(tiny_model_dir: Path, mlm_dir: Path, tmp_path: Path) -> None:
-    argv = _commands(tiny_model_dir, mlm_dir, tmp_path)["distill static"] + ["--output", str(tmp_path / "out")]
+def test_distill_static_writes_its_own_output_again(
+    tiny_model_dir: Path, mlm_dir: Path, tmp_path: Path
+) -> None:
+    argv = _commands(tiny_model_dir, mlm_dir, tmp_path)["distill static"] + [
+        "--output",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 0
     first = (tmp_path / "out" / "modules.json").stat().st_ino
     assert main(argv) == 0

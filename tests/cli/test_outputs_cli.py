@@ -207,7 +207,10 @@ def test_train_refuses_a_users_folder_and_its_own_output_once_a_users_file_is_in
     (tmp_path / "out" / "mine.txt").write_text("mine")
     before = {path.name: path.stat().st_mtime_ns for path in (tmp_path / "out").iterdir()}
     assert main([*train, str(tmp_path / "out")]) == 1  # its own run's folder, but now with a user's file
-    assert "written again entry by entry, which also holds mine.txt, not written by sbert" in capsys.readouterr().err
+    assert (
+        "written again entry by entry, which also holds mine.txt, not written by sbert"
+        in capsys.readouterr().err
+    )
     assert {path.name: path.stat().st_mtime_ns for path in (tmp_path / "out").iterdir()} == before
     assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
 

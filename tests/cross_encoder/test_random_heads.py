@@ -55,25 +55,33 @@ def test_a_masked_lm_folder_gets_a_new_head_with_a_warning_naming_it(
     assert any("bert.pooler.dense.weight" in r.message and str(mlm_dir) in r.message for r in warned)
 
 
-def test_num_labels_other_than_the_saved_heads_is_refused_as_in_sentence_transformers(saved_dir: Path) -> None:
+def test_num_labels_other_than_the_saved_heads_is_refused_as_in_sentence_transformers(
+    saved_dir: Path,
+) -> None:
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
     with pytest.raises(RuntimeError):
         STCrossEncoder(str(saved_dir), num_labels=1, device="cpu")
     for load in (CrossEncoder, CrossEncoder.from_pretrained):
-        with pytest.raises(ModelLoadError, match=r"config\.json: the saved head has 3 outputs, and num_labels=1"):
+        with pytest.raises(
+            ModelLoadError, match=r"config\.json: the saved head has 3 outputs, and num_labels=1"
+        ):
             load(saved_dir, num_labels=1, device="cpu")
     assert CrossEncoder(saved_dir, num_labels=3, device="cpu").num_labels == 3
 
 
 def test_a_saved_cross_encoder_without_its_head_is_refused_naming_it(saved_dir: Path, tmp_path: Path) -> None:
     folder = _without(saved_dir, tmp_path / "headless", "classifier.")
-    with pytest.raises(ModelLoadError, match=r"its head is not in the file \(classifier\.bias, classifier\.weight\)"):
+    with pytest.raises(
+        ModelLoadError, match=r"its head is not in the file \(classifier\.bias, classifier\.weight\)"
+    ):
         CrossEncoder(folder, device="cpu")
 
 
 def test_encoder_weights_missing_are_refused_naming_them(saved_dir: Path, tmp_path: Path) -> None:
     folder = _without(saved_dir, tmp_path / "layerless", "bert.encoder.layer.0.output.dense.")
-    with pytest.raises(ModelLoadError, match=r"model\.safetensors: 2 weights that config\.json asks for") as error:
+    with pytest.raises(
+        ModelLoadError, match=r"model\.safetensors: 2 weights that config\.json asks for"
+    ) as error:
         CrossEncoder.from_pretrained(folder, device="cpu")
     assert "encoder.layer.0" in str(error.value)

@@ -26,7 +26,9 @@ class ForwardNorm:
 
 
 def test_dev_scores_are_eval_mode_scores_and_the_mode_is_back(tiny_model_dir: Path) -> None:
-    model = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", precision="float32", backend="torch")
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
     expected = ForwardNorm()(model.eval())["norm"]
     model.train()
     for _ in range(2):

@@ -135,7 +135,11 @@ def load_folder(path: Path, num_labels: int | None, label_names: Sequence[str] |
     try:
         with quiet_transformers():  # its load report is silenced: check_head names what is new
             model, info = AutoModelForSequenceClassification.from_pretrained(
-                path, config=config, use_safetensors=True, ignore_mismatched_sizes=True, output_loading_info=True
+                path,
+                config=config,
+                use_safetensors=True,
+                ignore_mismatched_sizes=True,
+                output_loading_info=True,
             )
     except Exception as error:
         raise ModelLoadError(f"{path / 'model.safetensors'}: cannot be loaded: {error}") from error
@@ -171,7 +175,9 @@ def check_head(weights: Path, model: PreTrainedModel, info: dict[str, Any], save
     """
     prefix = model.base_model_prefix
     missing = sorted(info.get("missing_keys", ()))
-    new = [name for name in missing if not name.startswith(f"{prefix}.") or name.startswith(f"{prefix}.pooler.")]
+    new = [
+        name for name in missing if not name.startswith(f"{prefix}.") or name.startswith(f"{prefix}.pooler.")
+    ]
     check_loading_info(weights, {**info, "missing_keys": [name for name in missing if name not in new]})
     if not new:
         return
