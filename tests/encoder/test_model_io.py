@@ -8,7 +8,7 @@ from sentence_transformers import SentenceTransformer
 
 from sbert import ModelLoadError, SentenceEncoder
 from sbert.base.outputs import OutputRefusedError
-from sbert.encoder.hub import bundled_model_path
+from sbert.model.hub import bundled_model_path
 from sbert.modules import Dense, Normalize
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the park", ""]
