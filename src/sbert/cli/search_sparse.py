@@ -44,7 +44,8 @@ def add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
         type=non_negative_float,
         metavar=("DENSE", "SPARSE"),
         default=(0.5, 0.5),
-        help="--fusion weighted: the weights of the dense and sparse scores (default 0.5 0.5)",
+        help="--fusion weighted: the weights of the dense and sparse scores, each 0 or more and not both 0 "
+        "(default 0.5 0.5)",
     )
     group.add_argument(
         "--fusion-candidates",
@@ -57,15 +58,15 @@ def add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
         "--query-cut",
         type=positive_int,
         default=None,
-        help="seismic: how many of the query's heaviest dimensions are visited (default: the index's, 10); "
-        "more is more exact and slower",
+        help="seismic: how many of the query's heaviest dimensions are visited, at least 1 (default: the "
+        "index's, 10); more is more exact and slower",
     )
     group.add_argument(
         "--heap-factor",
         type=non_negative_float,
         default=None,
-        help="seismic: a block is visited when its summary scores above this × the k-th best so far "
-        "(default: the index's, 0.7); less is more exact and slower",
+        help="seismic: a block is visited when its summary scores above this × the k-th best so far, 0 or "
+        "more (default: the index's, 0.7); less is more exact and slower",
     )
 
 
