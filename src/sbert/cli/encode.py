@@ -207,6 +207,10 @@ def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
     )
     if request is not None:
         cold_start.record(model, request)
+    if not texts:  # encode([]) answers (0,) as sentence-transformers does: the file keeps its width
+        import numpy as np
+
+        return np.zeros((0, model.dim), dtype=np.float32)
     return vectors
 
 

@@ -93,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         texts = dict(zip(found, index.texts_of(found)))
     else:
         corpus = read_texts(args.corpus, args.format, args.column)
+        if not corpus:
+            raise ValueError(f"{args.corpus}: no sentences to search")
         model = load_model(args)
         vectors = model.encode_document(
             corpus, show_progress_bar=len(corpus) >= 1000, prompt_name=args.document_prompt_name

@@ -192,7 +192,6 @@ def _entry_of(model: SentenceEncoder, request: ColdRequest) -> dict[str, Any] | 
         "native_bf16": engine.native_bf16,
         "tokenizer": batch_tokenizer.backend.to_str(),
         "split_special_tokens": bool(batch_tokenizer.backend.encode_special_tokens),
-        "do_lower_case": transformer.do_lower_case,
         "max_seq_length": transformer.max_seq_length,
         "pad_token_id": transformer.tokenizer.pad_token_id or 0,
         "normalize": len(model.layers) == 1,
@@ -290,7 +289,7 @@ def _token_ids(tokenizer: Any, entry: dict[str, Any], texts: Sequence[str]) -> t
     from sbert.base.inputs import valid_utf8
 
     tokenizer.encode_special_tokens = bool(entry["split_special_tokens"])
-    texts = [text.lower() for text in texts] if entry["do_lower_case"] else list(texts)
+    texts = list(texts)  # do_lower_case: the copy's own normalizer lowers, as the model's does
     encode_batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
     try:
         encodings = encode_batch(texts, add_special_tokens=True)

@@ -9,11 +9,13 @@ One string in gives one vector out: a 1-D tensor, a 1-row CSR matrix or one pair
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import scipy.sparse
 import torch
 
+from sbert.base.empty import empty_answer
 from sbert.sparse.vectors import SPARSE_FORMATS, convert, to_torch
 
 
@@ -31,9 +33,11 @@ def check_max_active_dims(value: object) -> int | None:
     Raises:
         ValueError: naming the value (0, a negative number, a float, a bool, a string...).
     """
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0
+    ):
         raise ValueError(f"max_active_dims must be a positive whole number or None, got {value!r}")
-    return value
+    return None if value is None else int(value)  # a numpy integer as sentence-transformers takes it
 
 
 def finish(
@@ -59,6 +63,8 @@ def finish(
         if not single:
             return converted
         return converted if sparse_format == "scipy" else converted[0]
+    if not single and matrix.shape[0] == 0:  # sentence-transformers' (0,), not (0, dim)
+        return empty_answer(convert_to_tensor, False, sparse=convert_to_sparse_tensor)
     # (n, dim): a coalesced sparse COO tensor, or a dense one
     vectors = to_torch(matrix) if convert_to_sparse_tensor else torch.from_numpy(matrix.toarray())
     if single:
