@@ -21,8 +21,8 @@ def lowers(normalizer: Any) -> bool:
     if isinstance(normalizer, Lowercase):
         return True
     return isinstance(normalizer, NormalizerSequence) and any(
-        isinstance(n, Lowercase) for n in list(normalizer)
-    )  # type: ignore[call-overload]
+        isinstance(n, Lowercase) for n in _members(normalizer)
+    )
 
 
 def lower_inside(tokenizer: Any) -> tuple[bool, Any]:
@@ -46,7 +46,12 @@ def lower_inside(tokenizer: Any) -> tuple[bool, Any]:
     if lowers(before):
         return False, before
     if isinstance(before, NormalizerSequence):
-        backend.normalizer = NormalizerSequence([Lowercase(), *list(before)])  # type: ignore[call-overload]
+        backend.normalizer = NormalizerSequence([Lowercase(), *_members(before)])
     else:
         backend.normalizer = NormalizerSequence([Lowercase()] + ([before] if before is not None else []))
     return True, before
+
+
+def _members(sequence: Any) -> list[Any]:
+    """The normalizers of a ``normalizers.Sequence`` (iterable at run time; its stub says not)."""
+    return list(sequence)

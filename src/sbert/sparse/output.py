@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+import numpy as np
 import scipy.sparse
 import torch
 
@@ -28,16 +29,22 @@ def check_sparse_format(sparse_format: str | None) -> None:
 
 
 def check_max_active_dims(value: object) -> int | None:
-    """``value`` if it is ``None`` or a whole number of at least 1.
+    """``value`` as an ``int`` if it is a whole number of at least 1 (numpy's integers too), or ``None``:
+    the one check of ``max_active_dims``, wherever it enters (``encode``, loading, the setter).
 
     Raises:
         ValueError: naming the value (0, a negative number, a float, a bool, a string...).
+
+    Examples:
+        >>> import numpy as np
+        >>> check_max_active_dims(np.int64(3))
+        3
     """
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0
-    ):
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"max_active_dims must be a positive whole number or None, got {value!r}")
-    return None if value is None else int(value)  # a numpy integer as sentence-transformers takes it
+    return int(value)
 
 
 def finish(
