@@ -73,6 +73,30 @@ def test_under_load_a_batch_waits_for_the_requests_the_server_holds(tiny_encoder
     assert [s.requests for s in stats] == [2, 4]  # not [2, 2, 2]
 
 
+def test_by_default_no_batch_waits_for_company(tiny_encoder: SentenceEncoder) -> None:
+    """Under load (batches of three, many requests held) a batch is what is queued when the model is
+    free: the worker never waits with a timeout for more (it did, 5 ms, before issue 53)."""
+    stats: list[BatchStats] = []
+    batcher = Batcher(tiny_encoder, on_batch=stats.append, in_flight=lambda: 64)
+    waits: list[float | None] = []
+    wait = batcher._cond.wait
+
+    def recorded(timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return wait(timeout)
+
+    batcher._cond.wait = recorded  # type: ignore[method-assign]
+    first = [batcher.embed([text]) for text in ("a", "b", "c")]  # one batch of three requests
+    batcher.start()
+    try:
+        [future.result(timeout=30) for future in first]
+        [batcher.embed([text]).result(timeout=30) for text in ("d", "e")]  # one at a time
+    finally:
+        batcher.close()
+    assert [s.requests for s in stats] == [3, 1, 1]
+    assert [timeout for timeout in waits if timeout is not None] == []
+
+
 def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> None:
     stats: list[BatchStats] = []
     batcher = Batcher(tiny_encoder, BatchSettings(max_batch_size=2), on_batch=stats.append)
