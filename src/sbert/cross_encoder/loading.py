@@ -28,7 +28,7 @@ from transformers import (
 
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
-from sbert.encoder.st_surface import ST_BACKENDS
+from sbert.model.by_name import ST_BACKENDS
 from sbert.modules.transformer import load_fast_tokenizer, quiet_transformers
 
 logger = logging.getLogger("sbert")

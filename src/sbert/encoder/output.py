@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -142,19 +142,3 @@ def token_embeddings(model: nn.Module, texts: Sequence[str], batch_size: int) ->
     finally:
         model.train(was_training)
     return out
-
-
-def check_devices(device: Any, pool: Any) -> str | None:
-    """The one device ``encode(device=...)`` runs on; sbert encodes in one process, never a pool."""
-    if pool is not None:
-        raise ValueError(
-            "encode(pool=...): sbert encodes in one process and has no multi-process pool; drop pool= "
-            "(for a large corpus, `sbert encode FILE -o DIR/ --engine ray` spreads the work over a Ray cluster)"
-        )
-    if isinstance(device, list | tuple):
-        if len(set(map(str, device))) > 1:
-            raise ValueError(
-                f"encode(device={list(device)!r}): sbert encodes in one process, on one device; name one"
-            )
-        return str(device[0]) if device else None
-    return None if device is None else str(device)

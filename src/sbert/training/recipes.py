@@ -28,8 +28,6 @@ from typing import Any
 
 from sbert.base.files import write_text_atomic
 from sbert.cross_encoder import CrossEncoder
-from sbert.cross_encoder.evaluation import CrossEncoderEvaluator
-from sbert.cross_encoder.loss import CrossEncoderLoss
 from sbert.data import read_stsb
 from sbert.data.beir import load_retrieval_set
 from sbert.data.nli import nli_triplets
@@ -40,9 +38,9 @@ from sbert.data.training_files import (
     read_scored_pairs,
     read_triplets,
 )
-from sbert.encoder.hub import DEFAULT_MODEL
 from sbert.encoder.model import SentenceEncoder
 from sbert.evaluation import SimilarityEvaluator
+from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
 from sbert.evaluation.retrieval import RetrievalEvaluator
 from sbert.losses import (
     CachedMultipleNegativesRankingLoss,
@@ -54,6 +52,8 @@ from sbert.losses import (
     SoftmaxLoss,
     TripletLoss,
 )
+from sbert.losses.cross_encoder import CrossEncoderLoss
+from sbert.model.hub import DEFAULT_MODEL
 from sbert.training.output_dir import CHECKPOINT_DIR, claim_training_output
 from sbert.training.recipe_config import (  # re-exported: the recipes' settings live there
     RECIPE_EPOCHS,
