@@ -139,7 +139,10 @@ def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-wait-ms",
         type=non_negative_float,
         default=default(BatchSettings, "batch_wait_ms"),
-        help="under load, how long a batch waits for the clients just answered (default %(default)s; a lone one never waits)",
+        help=(
+            "the most a batch waits under load for the clients just answered (default %(default)s: "
+            "never; the next batch is whatever is queued when the model is free)"
+        ),
     )
 
 

@@ -32,15 +32,16 @@ class BatchSettings:
             tokens where it runs the model unpadded.
         max_batch_size: Most sentences in one forward pass (CPU engines; the GPU pipeline cuts by tokens).
         max_queued_items: Sentences (or rerank pairs) that may wait before a request gets 429.
-        batch_wait_ms: Under load, how long a batch waits for the clients just answered (a lone
-            client never waits).
+        batch_wait_ms: The most a batch may wait for more requests, under load only (the clients
+            just answered); 0 (the default): never, the next batch is whatever is queued when the
+            engine is free, as text-embeddings-inference's queue forms it.
         pack: Pack a merged batch's sentences into rows without padding where the model allows.
     """
 
     max_batch_tokens: int | None = None
     max_batch_size: int = 32
     max_queued_items: int = 2048
-    batch_wait_ms: float = 5.0
+    batch_wait_ms: float = 0.0
     pack: bool = True
 
     def __post_init__(self) -> None:
