@@ -314,7 +314,7 @@ class CrossEncoder(RankMethods, nn.Module):
             show_progress_bar = len(pairs) >= PROGRESS_BAR_MIN_SENTENCES
         bar = tqdm(total=len(pairs), desc="Scoring pairs", unit="pair", disable=not show_progress_bar)
         try:
-            if self._engine is not None and self.device.type == "cpu":
+            if self._engine is not None:
                 _, runner = self._runner(self.plan, pack)
                 ids = pair_ids(tokenized, self._engine.parts.transformer.vocab_size)
                 return runner.run(ids, RunOptions(batch_size=batch_size, pack=pack), bar.update)
