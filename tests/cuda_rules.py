@@ -316,9 +316,10 @@ def cuda_rules() -> Iterator[CudaRules]:
 def plan_as_on_cuda(monkeypatch: Any) -> torch.device:
     """Plans made as for a CUDA device (an H100, simulated: ``auto`` is float16) and the runners
     built for it (the GPU pipeline), while the weights stay on the CPU: everything but the device."""
+    from tests.inference.test_cuda_precision import simulate_gpu
+
     from sbert.inference import planning, runners
     from sbert.inference.plan import make_plan
-    from tests.inference.test_cuda_precision import simulate_gpu
 
     simulate_gpu(monkeypatch, "NVIDIA H100 80GB HBM3", (9, 0))
     cuda = torch.device("cuda:0")

@@ -49,7 +49,11 @@ def test_encoding_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
     plan_as_on_cuda(monkeypatch)
     model = SparseEncoder.from_pretrained(path, device="cpu", precision=precision)
     dtype = PRECISIONS[precision]
-    assert (model.plan.precision, model.plan.backend, model.plan.device) == (str(dtype)[6:], "torch", "cuda:0")
+    assert (model.plan.precision, model.plan.backend, model.plan.device) == (
+        str(dtype)[6:],
+        "torch",
+        "cuda:0",
+    )
     planning = planning_of(model)
     planning.runners.pipeline_options = PipelineOptions(max_batch_tokens=60)  # several batches a call
     _, runner = planning.runner(model.plan, pack=True)

@@ -13,9 +13,9 @@ from sentence_transformers import SparseEncoder as STSparseEncoder
 from tests.sparse.conftest import SENTENCES, assert_same_vectors, save_st_splade
 
 from sbert import SparseEncoder
+from sbert.inference import runners
 from sbert.inference.cpu import AVX2_ONLY, BF16_AND_VNNI
 from sbert.inference.precision import openvino_installed
-from sbert.inference import runners
 from sbert.sparse.engine import BF16_COSINE_DISTANCE, fast_vectors, model_plan
 
 BACKENDS = ["torch", pytest.param("openvino", marks=pytest.mark.skipif(

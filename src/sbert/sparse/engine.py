@@ -81,7 +81,9 @@ class SparseBody(Transformer):
         return self._mlm[0].collate(batch_ids)
 
 
-def engine_parts(input_module: Any, pooling: Any, layers: Sequence[Any]) -> tuple[SparseBody, SpladeHead] | None:
+def engine_parts(
+    input_module: Any, pooling: Any, layers: Sequence[Any]
+) -> tuple[SparseBody, SpladeHead] | None:
     """The body and the head the runners take, or ``None`` for a stack they do not run (:func:`served`)."""
     if not served(input_module, pooling, layers):
         return None
@@ -107,7 +109,9 @@ def planning_of(model: Any) -> Planning:
     planning, servable = kept[1], kept[2]
     request = model.requested
     if servable and request.precision in CALIBRATED:
-        warn_once(f"{model.name}: sparse vectors compute in float32, bf16 or fp16, not {request.precision}; float32 runs")
+        warn_once(
+            f"{model.name}: sparse vectors compute in float32, bf16 or fp16, not {request.precision}; float32 runs"
+        )
     planning.fixed = not servable or request.precision in CALIBRATED
     planning.requested_precision, planning.requested_backend = request.precision, request.backend
     planning.cpu_capabilities = model.cpu_capabilities or this_cpu()

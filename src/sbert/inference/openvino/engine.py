@@ -339,7 +339,9 @@ class OpenVinoEngine:
         the token vectors the graph gave (the other streams compute meanwhile)."""
         if rows is not None:
             request.wait()
-            data = request.get_output_tensor(0).data  # (sentences, hidden), or a head's (sentences, seq, hidden)
+            data = request.get_output_tensor(
+                0
+            ).data  # (sentences, hidden), or a head's (sentences, seq, hidden)
             if self.head is not None and mask is not None:
                 data = self.head(torch.from_numpy(data.copy()), torch.from_numpy(mask)).numpy()
             out[rows] = data
