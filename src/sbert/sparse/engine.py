@@ -103,7 +103,7 @@ def planning_of(model: Any) -> Planning:
         if parts is None:
             planning = Planning(model.input_module, model.pooling, [], model.name, fixed=True)
         else:
-            planning = Planning(parts[0], parts[1], [], model.name)
+            planning = Planning(parts[0], parts[1], [], model.name)  # type: ignore[arg-type]  # a head in pooling's place
         kept = (modules, planning, parts is not None)
         model.__dict__["_planning"] = kept  # not a module attribute: nn.Module would not copy it apart
     planning, servable = kept[1], kept[2]

@@ -74,7 +74,7 @@ def default_calibration_sentences() -> list[str]:
 class _PooledTransformer(nn.Module):
     """Token ids → pooled sentence vectors, the graph OpenVINO compiles."""
 
-    def __init__(self, transformer: Transformer, pooling: Pooling) -> None:
+    def __init__(self, transformer: Transformer, pooling: nn.Module) -> None:
         super().__init__()
         self.transformer = transformer
         self.pooling = pooling
