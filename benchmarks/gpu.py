@@ -122,16 +122,10 @@ def prepare(carry: Path) -> None:
 
 def model_dir(carry: Path, work: Path) -> tuple[Path, str]:
     """A float32 model directory both libraries load, and what its weights are."""
-    from safetensors.torch import load_file, save_file
     from transformers import BertConfig, BertModel
 
     model = work / "model"
-    shutil.copytree(carry / "model", model, dirs_exist_ok=True)
-    stored = model / "model.fp16.safetensors"
-    if stored.is_file():
-        weights = {key: value.float() for key, value in load_file(str(stored)).items()}
-        save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
-        stored.unlink()
+    if gpu_kinds.float32_copy(carry / "model", model):
         return model, "all-MiniLM-L6-v2 weights stored in fp16, run from float32"
     config = BertConfig.from_pretrained(model)
     for key, value in MINILM_SHAPE.items():

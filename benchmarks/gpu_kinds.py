@@ -49,18 +49,25 @@ def prepare_splade(carry: Path) -> None:
     save_file(weights, str(target / "model.fp16.safetensors"))
 
 
-def splade_dir(carry: Path, work: Path) -> Path:
-    """A float32 SPLADE folder both libraries load, from what :func:`prepare_splade` wrote."""
+def float32_copy(source: Path, target: Path) -> bool:
+    """Copy a prepared model folder to ``target`` with its fp16-stored weights (``model.fp16.safetensors``)
+    read back as float32 into ``model.safetensors``; whether there were such weights."""
     from safetensors.torch import load_file, save_file
 
-    model = work / "splade"
-    shutil.copytree(carry / "splade", model, dirs_exist_ok=True)
-    stored = model / "model.fp16.safetensors"
-    if stored.is_file():
-        weights = {key: value.float() for key, value in load_file(str(stored)).items()}
-        save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
-        stored.unlink()
-    return model
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    stored = target / "model.fp16.safetensors"
+    if not stored.is_file():
+        return False
+    weights = {key: value.float() for key, value in load_file(str(stored)).items()}
+    save_file(weights, str(target / "model.safetensors"), metadata={"format": "pt"})
+    stored.unlink()
+    return True
+
+
+def splade_dir(carry: Path, work: Path) -> Path:
+    """A float32 SPLADE folder both libraries load, from what :func:`prepare_splade` wrote."""
+    float32_copy(carry / "splade", work / "splade")
+    return work / "splade"
 
 
 def sparse_section(
