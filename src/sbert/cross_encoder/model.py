@@ -74,8 +74,9 @@ class CrossEncoder(RankMethods, nn.Module):
             sentence-transformers' default: a sigmoid for one label, the logits for k).
         device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
         label_names: Names of the k classes (default ``LABEL_0``, ...).
-        precision: The compute precision on the CPU, as for ``SentenceEncoder.from_pretrained``:
-            ``"auto"`` (bf16 where the CPU has it natively, else float32), ``"float32"`` (exact), ...
+        precision: The compute precision, as for ``SentenceEncoder.from_pretrained``: ``"auto"``
+            (bf16 where the CPU has it natively, float16 on a CUDA GPU with tensor cores, else
+            float32), ``"float32"`` (exact), ...
         backend: ``"auto"`` (OpenVINO on the CPU when installed), ``"torch"`` or ``"openvino"``.
 
     Examples:
@@ -183,7 +184,7 @@ class CrossEncoder(RankMethods, nn.Module):
             return
         super().__setattr__(name, value)
 
-    # What logits() runs on the CPU, as SentenceEncoder names it (Planned: self.planning's).
+    # What logits() runs, as SentenceEncoder names it (Planned: self.planning's).
     name = Planned[str]()
     requested_precision = Planned[ComputePrecision]()
     requested_backend = Planned[ComputeBackend]()
@@ -299,7 +300,8 @@ class CrossEncoder(RankMethods, nn.Module):
         pack: bool = False,
     ) -> Tensor:
         """Raw scores (n, num_labels), float32 on the CPU, in input order, computed as :attr:`plan`
-        says on the CPU (the bi-encoder's engines) and by PyTorch float32 elsewhere.
+        says (the bi-encoder's runners: on CUDA its GPU pipeline); a classifier the runners do not
+        split (:func:`~sbert.cross_encoder.engine.engine_parts`) runs as one PyTorch module in float32.
 
         Pairs are sorted by token length and padded per batch (or packed into rows where
         ``pack=True`` and the plan packs), as in ``SentenceEncoder.encode``.
