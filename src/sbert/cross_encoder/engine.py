@@ -1,7 +1,8 @@
-"""The cross-encoder on sbert's CPU engines: a BERT classifier split into the parts the runners take.
+"""The cross-encoder on sbert's engine: a BERT classifier split into the parts the runners take.
 
 The runners of :mod:`sbert.inference.runners` compute ``pooling(transformer(token ids))`` on padded
-batches (PyTorch float32 or bf16, OpenVINO) or packed rows (OpenVINO). A BERT sequence classifier is
+batches (PyTorch float32 or bf16, OpenVINO), packed rows (OpenVINO) or, on CUDA, the GPU pipeline's
+unpadded batches (:mod:`sbert.inference.cuda.pipeline`, fp16 by default). A BERT sequence classifier is
 that with ``[CLS] → pooler → classifier`` as its pooling (:class:`PairHead`), so the bi-encoder's
 plans, runners, compiled graphs and their probes serve it unchanged. Only one thing does not fit:
 runners carry token ids alone, and a pair needs its segment ids (0 for the first sentence, 1 for the
