@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from sbert.inference.runners import ModeOfModel
 from sbert.modules import Tokenized, Transformer
 
 
@@ -78,6 +79,15 @@ class PairModel(nn.Module):
         self.bert = bert
         self.head = head
         self.vocab_size = int(bert.config.vocab_size)
+
+    @property  # type: ignore[override]
+    def training(self) -> bool:
+        """The BERT's mode (see :class:`~sbert.inference.runners.ModeOfModel`)."""
+        return bool(self.bert.training)
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        pass  # train(mode) sets the BERT's, its child's
 
     @property
     def config(self) -> Any:
@@ -144,6 +154,15 @@ class PairHead(nn.Module):
         self.pooler, self.dropout, self.classifier = pooler, dropout, classifier
         self.output_dim = int(classifier.out_features)
 
+    @property  # type: ignore[override]
+    def training(self) -> bool:
+        """The classifier's mode (see :class:`~sbert.inference.runners.ModeOfModel`)."""
+        return bool(self.classifier.training)
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        pass  # train(mode) sets the classifier's, its child's
+
     def forward(self, token_embeddings: Tensor, attention_mask: Tensor, prompt_length: int = 0) -> Tensor:
         return self.classifier(self.dropout(self.pooler(token_embeddings)))  # (batch, num_labels)
 
@@ -151,7 +170,7 @@ class PairHead(nn.Module):
 LONE_TEXT_PARTNER = "A second sentence."
 
 
-class PairTransformer(Transformer):
+class PairTransformer(ModeOfModel, Transformer):  # type: ignore[misc]
     """The runners' input module for a cross-encoder: pairs in, token vectors of :class:`PairModel` out.
 
     ``tokenize`` also takes lone texts (the engines' probe and calibration sentences), read as the

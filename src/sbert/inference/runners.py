@@ -66,6 +66,23 @@ def evaluating(modules: Sequence[nn.Module]) -> Iterator[None]:
             module.train(mode)
 
 
+class ModeOfModel:
+    """For a wrapper the runners take in a model's place (a SPLADE body, a cross-encoder's pair
+    transformer): its mode is its ``model``'s, never its own. A wrapper left "training" by its
+    constructor would make :func:`evaluating` put the model back in training mode (dropout on)
+    after every run; ``train(mode)`` still sets the model's, its child's."""
+
+    model: nn.Module
+
+    @property
+    def training(self) -> bool:
+        return bool(self.model.training)
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        pass  # the model's own mode counts
+
+
 def on_cuda(device: str) -> bool:
     """Whether a plan's device (``plan.device``) is a CUDA device, where ``encode()`` runs the GPU pipeline."""
     return torch.device(device).type == "cuda"

@@ -26,7 +26,7 @@ from sbert.inference.plan import EnginePlan
 from sbert.inference.planning import Planning
 from sbert.inference.precision import CALIBRATED, warn_once
 from sbert.inference.runner import RunOptions
-from sbert.inference.runners import evaluating
+from sbert.inference.runners import ModeOfModel, evaluating
 from sbert.modules import MLMTransformer, SpladePooling, Tokenized, Transformer
 from sbert.sparse.fused_head import SpladeHead, fusable
 
@@ -47,7 +47,7 @@ def served(input_module: Any, pooling: Any, layers: Sequence[Any]) -> bool:
     )
 
 
-class SparseBody(Transformer):
+class SparseBody(ModeOfModel, Transformer):  # type: ignore[misc]
     """The encoder of an :class:`~sbert.modules.MLMTransformer` as the runners' input module: token
     vectors ``(batch, seq, hidden)``. Tokenizing, padding and ``max_seq_length`` are the MLM
     transformer's own (set on either, both see it)."""
@@ -55,16 +55,6 @@ class SparseBody(Transformer):
     def __init__(self, mlm: MLMTransformer) -> None:
         self._mlm = (mlm,)  # not a submodule: the model holds it
         super().__init__(mlm.body, mlm.tokenizer, max_seq_length=mlm.max_seq_length)  # type: ignore[arg-type]
-
-    @property  # type: ignore[override]
-    def training(self) -> bool:
-        """The body's mode: this wrapper has none of its own (the runners' ``evaluating`` reads it,
-        and a wrapper left "training" would put the model's body back in training mode after a run)."""
-        return bool(self.model.training)
-
-    @training.setter
-    def training(self, mode: bool) -> None:
-        pass  # train(mode) sets the body's, its child's
 
     @property  # type: ignore[override]
     def max_seq_length(self) -> int:
