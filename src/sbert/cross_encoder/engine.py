@@ -67,27 +67,20 @@ def pair_ids(tokenized: TokenizedPairs, vocab_size: int) -> list[list[int]]:
     ]
 
 
-class PairModel(nn.Module):
+class PairModel(ModeOfModel, nn.Module):  # type: ignore[misc]
     """A BERT that takes :func:`pair_ids`: it splits each id into token and segment, then runs.
 
     It holds the classifier's head too, unused here, so that the runners' weight fingerprint
     (``parameter_version``) sees a trained head and compiles again.
     """
 
+    mode_of = "bert"  # its mode is the BERT's (ModeOfModel)
+
     def __init__(self, bert: Any, head: nn.Module) -> None:  # a transformers BertModel
         super().__init__()
         self.bert = bert
         self.head = head
         self.vocab_size = int(bert.config.vocab_size)
-
-    @property  # type: ignore[override]
-    def training(self) -> bool:
-        """The BERT's mode (see :class:`~sbert.inference.runners.ModeOfModel`)."""
-        return bool(self.bert.training)
-
-    @training.setter
-    def training(self, mode: bool) -> None:
-        pass  # train(mode) sets the BERT's, its child's
 
     @property
     def config(self) -> Any:
@@ -143,25 +136,17 @@ class PairEmbeddings:
         return nn.Embedding.from_pretrained(table, freeze=True)
 
 
-class PairHead(nn.Module):
+class PairHead(ModeOfModel, nn.Module):  # type: ignore[misc]
     """BERT's classifier after the encoder, in the place of a bi-encoder's pooling: the first
     token (``[CLS]``) → pooler (dense, tanh) → dropout → linear, giving (batch, num_labels) logits."""
 
     include_prompt = True  # the plans ask pooling this
+    mode_of = "classifier"  # its mode is the classifier's (ModeOfModel)
 
     def __init__(self, pooler: nn.Module, dropout: nn.Module, classifier: nn.Linear) -> None:
         super().__init__()
         self.pooler, self.dropout, self.classifier = pooler, dropout, classifier
         self.output_dim = int(classifier.out_features)
-
-    @property  # type: ignore[override]
-    def training(self) -> bool:
-        """The classifier's mode (see :class:`~sbert.inference.runners.ModeOfModel`)."""
-        return bool(self.classifier.training)
-
-    @training.setter
-    def training(self, mode: bool) -> None:
-        pass  # train(mode) sets the classifier's, its child's
 
     def forward(self, token_embeddings: Tensor, attention_mask: Tensor, prompt_length: int = 0) -> Tensor:
         return self.classifier(self.dropout(self.pooler(token_embeddings)))  # (batch, num_labels)

@@ -68,15 +68,15 @@ def evaluating(modules: Sequence[nn.Module]) -> Iterator[None]:
 
 class ModeOfModel:
     """For a wrapper the runners take in a model's place (a SPLADE body, a cross-encoder's pair
-    transformer): its mode is its ``model``'s, never its own. A wrapper left "training" by its
-    constructor would make :func:`evaluating` put the model back in training mode (dropout on)
-    after every run; ``train(mode)`` still sets the model's, its child's."""
+    transformer and head): its mode is its child's named :attr:`mode_of` (``model``), never its
+    own. A wrapper left "training" by its constructor would make :func:`evaluating` put the model
+    back in training mode (dropout on) after every run; ``train(mode)`` still sets the child's."""
 
-    model: nn.Module
+    mode_of = "model"
 
     @property
     def training(self) -> bool:
-        return bool(self.model.training)
+        return bool(getattr(self, self.mode_of).training)
 
     @training.setter
     def training(self, mode: bool) -> None:
