@@ -32,9 +32,9 @@ from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.data.paths import dataset_file
-from sbert.encoder.hub import bundled_model_path
 from sbert.evaluation import SimilarityEvaluator
 from sbert.inference.precision import openvino_installed
+from sbert.model.hub import bundled_model_path
 
 # Sources of the mixed-length set: short SNLI captions, one-sentence movie reviews, plot and opinion
 # sentences, and customer reviews (a few words to over a hundred tokens).

@@ -20,7 +20,7 @@ from sentence_transformers import SentenceTransformer
 from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
-from sbert.encoder.hub import bundled_model_path
+from sbert.model.hub import bundled_model_path
 
 
 def main() -> None:

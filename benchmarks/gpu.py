@@ -104,7 +104,7 @@ def prepare(carry: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     from sbert.data.readers import dataset_file
-    from sbert.encoder.hub import bundled_model_path
+    from sbert.model.hub import bundled_model_path
 
     stsb = dataset_file(None, "stsb/original/sts-test.csv", "STSb test")
     (carry / "stsb" / "original").mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ from alternating import alternating_order
 from encode_speed import cpu_name
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
-from sbert.encoder.hub import bundled_model_path
+from sbert.model.hub import bundled_model_path
 
 
 def model2vec_twin(model: SentenceEncoder) -> object:

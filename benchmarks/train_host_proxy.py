@@ -30,8 +30,8 @@ import torch
 
 from sbert import SentenceEncoder
 from sbert.data import ScoredPair, read_snli_senteval
-from sbert.encoder.hub import bundled_model_path
 from sbert.losses import MultipleNegativesRankingLoss
+from sbert.model.hub import bundled_model_path
 from sbert.training import Trainer, TrainingConfig
 from sbert.training.autocast import training_precision
 from sbert.training.embedder import embedder_plan

@@ -31,8 +31,8 @@ from sentence_transformers.training_args import SentenceTransformerTrainingArgum
 from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import ScoredPair, read_stsb
-from sbert.encoder.hub import bundled_model_path
 from sbert.losses import CosineMSELoss
+from sbert.model.hub import bundled_model_path
 from sbert.training import Trainer, TrainingConfig
 
 

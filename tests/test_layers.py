@@ -55,12 +55,12 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("sbert.data",),
     ("sbert.modules",),  # text → tokens → token vectors → pooling → sentence vector, one module a step
     ("sbert.inference",),  # the engines that run the modules
-    ("sbert.encoder",),  # the model: its modules in sequence, encode(), its on-disk format
-    ("sbert.static", "sbert.sparse"),  # the static tier; sparse encoders (SPLADE)
+    ("sbert.model",),  # the base every kind shares: device, folders and their kinds, hub, prompts, routes
+    ("sbert.encoder", "sbert.sparse", "sbert.cross_encoder"),  # the kinds, siblings: dense, SPLADE, pairs
+    ("sbert.static",),  # the static tier
     ("sbert.losses",),
     ("sbert.store", "sbert.index"),
     ("sbert.evaluation",),
-    ("sbert.cross_encoder",),
     ("sbert.training",),
     ("sbert.applications",),
     ("sbert", "sbert.util", "sbert.quantization"),  # the public face
@@ -91,6 +91,23 @@ def test_every_import_goes_down_the_floors() -> None:
             if _floor(name) > _floor(module)
         ]
     assert upward == []
+
+
+KINDS = ("sbert.encoder", "sbert.sparse", "sbert.cross_encoder")  # the model kinds, siblings on one floor
+
+
+def test_no_model_kind_imports_another() -> None:
+    """The dense, sparse and cross-encoder folders share only what is below them (sbert.model)."""
+    crossing = [
+        f"{module} imports {name}"
+        for module, path in sorted(MODULES.items())
+        for kind in KINDS
+        if module == kind or module.startswith(kind + ".")
+        for name in sorted(_imports(path))
+        for other in KINDS
+        if other != kind and (name == other or name.startswith(other + "."))
+    ]
+    assert crossing == []
 
 
 def test_the_floors_name_real_modules() -> None:

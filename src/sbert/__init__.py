@@ -15,7 +15,7 @@ from sbert._version import __version__
 # Public name → the module that defines it.
 _EXPORTS = {
     "CrossEncoder": "sbert.cross_encoder",
-    "DEFAULT_MODEL": "sbert.encoder.hub",
+    "DEFAULT_MODEL": "sbert.model.hub",
     "ModelLoadError": "sbert.base.errors",
     "SentenceEncoder": "sbert.encoder.model",
     "SentenceTransformer": "sbert.encoder.model",
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from sbert.base.errors import ModelLoadError
     from sbert.cross_encoder import CrossEncoder
     from sbert.embeddings.similarity import cosine_matrix, similarity_function
-    from sbert.encoder.hub import DEFAULT_MODEL
     from sbert.encoder.model import SentenceEncoder, SentenceTransformer
+    from sbert.model.hub import DEFAULT_MODEL
     from sbert.sparse.model import SparseEncoder
 
 __all__ = [

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from sbert.cross_encoder import CrossEncoder
-from sbert.cross_encoder.evaluation import CrossEncoderEvaluator
-from sbert.cross_encoder.loss import CrossEncoderLoss
 from sbert.data.records import LabeledPair, ScoredPair
+from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
+from sbert.losses.cross_encoder import CrossEncoderLoss
 from sbert.training import Trainer, TrainingConfig
 
 PAIRS = [

@@ -14,7 +14,7 @@ from sbert import SentenceEncoder
 from sbert.cli import encode as cli_encode
 from sbert.cli import main
 from sbert.encoder import cold_start
-from sbert.encoder.hub import resolve_model_path
+from sbert.model.hub import resolve_model_path
 from sbert.modules import Normalize
 
 TEXTS = ["a man plays guitar", "the dog runs", "rain " * 80]  # the last is truncated

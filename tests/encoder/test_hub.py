@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from sbert.base.errors import ModelLoadError
-from sbert.encoder import hub
-from sbert.encoder.hub import bundled_model_path, is_hub_id, resolve_model_path
+from sbert.model import hub
+from sbert.model.hub import bundled_model_path, is_hub_id, resolve_model_path
 
 
 def test_default_and_short_names_resolve_to_bundled_model() -> None:

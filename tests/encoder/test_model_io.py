@@ -7,7 +7,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from sbert import ModelLoadError, SentenceEncoder
-from sbert.encoder.hub import bundled_model_path
+from sbert.model.hub import bundled_model_path
 from sbert.modules import Dense, Normalize
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the park", ""]

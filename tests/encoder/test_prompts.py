@@ -9,7 +9,7 @@ from sentence_transformers import SentenceTransformer
 
 from sbert import SentenceEncoder
 from sbert.base.errors import ModelLoadError
-from sbert.encoder.prompts import Prompts
+from sbert.model.prompts import Prompts
 
 SENTENCES = ["a man plays the guitar", "rain", "the dog runs in the park and the cat sleeps in the sun", ""]
 

@@ -10,7 +10,7 @@ from sentence_transformers import SentenceTransformer
 from sbert import SentenceEncoder
 from sbert.cli.demo import stsb_test_spearman
 from sbert.data import read_stsb
-from sbert.encoder.hub import bundled_model_path
+from sbert.model.hub import bundled_model_path
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from sbert import SentenceEncoder
-from sbert.encoder.hub import bundled_model_path
 from sbert.evaluation.sts import PrecomputedEncoder, encode_once, evaluate_sts, load_sts_sets
+from sbert.model.hub import bundled_model_path
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,7 @@ from tokenizers import Tokenizer
 
 from sbert import SentenceEncoder
 from sbert.base.errors import ModelLoadError
-from sbert.encoder.router import RouterEncoder
+from sbert.model.router import RouterEncoder
 
 SENTENCES = ["a man plays the guitar", "rain", "", " ".join(WORDS * 3), "the dog runs in the park"]
 KINDS = ("static-query", "two-berts")

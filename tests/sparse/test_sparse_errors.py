@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.conftest import build_tiny_bert
 
@@ -21,6 +22,22 @@ def model(tiny_mlm_dir: Path) -> SparseEncoder:
 def test_plain_dense_folder_is_refused(tiny_model_dir: Path) -> None:
     with pytest.raises(ModelLoadError, match=r"not a SPLADE model.*BertModel.*SentenceEncoder"):
         SparseEncoder.from_pretrained(tiny_model_dir, device="cpu")
+
+
+def test_a_plain_classifier_folder_is_refused_naming_the_cross_encoder(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """The kinds table names the class that loads the folder: a sequence classifier is a cross-encoder's."""
+    from transformers import BertForSequenceClassification
+
+    BertForSequenceClassification.from_pretrained(tiny_model_dir, num_labels=1).save_pretrained(
+        tmp_path / "cls"
+    )
+    with pytest.raises(
+        ModelLoadError,
+        match=r"not a SPLADE model.*ForSequenceClassification.*load it with sbert.CrossEncoder",
+    ):
+        SparseEncoder.from_pretrained(tmp_path / "cls", device="cpu")
 
 
 def test_sentence_transformers_dense_folder_is_refused(tiny_encoder: SentenceEncoder, tmp_path: Path) -> None:
@@ -62,6 +79,14 @@ def test_max_active_dims_must_be_positive_whole_number(
         model.encode(["rain"], max_active_dims=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):
         model.max_active_dims = bad  # type: ignore[assignment]
+
+
+def test_max_active_dims_takes_numpy_integers(model: SparseEncoder) -> None:
+    """sentence-transformers takes any integer; np.int64(3) was refused as not a whole number."""
+    model.max_active_dims = np.int64(3)  # type: ignore[assignment]
+    assert model.max_active_dims == 3 and type(model.max_active_dims) is int
+    vector = model.encode("rain", max_active_dims=np.int32(2))  # type: ignore[arg-type]
+    assert vector.coalesce().values().numel() <= 2
 
 
 def test_saved_max_active_dims_is_checked(model: SparseEncoder, tmp_path: Path) -> None:

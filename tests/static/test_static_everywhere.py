@@ -83,7 +83,7 @@ def test_serve_gives_encode_vectors(distilled: Path) -> None:
 def test_info_describes_a_static_model_and_its_prompts(
     static_model: StaticEncoder, tmp_path: Path, capsys
 ) -> None:
-    from sbert.encoder.prompts import Prompts
+    from sbert.model.prompts import Prompts
 
     static_model.prompts = Prompts({"query": "query: "}, default_name="query")
     static_model.save(tmp_path / "static")

@@ -78,7 +78,7 @@ class ServedModel(Encoder, Protocol):
     name: str
     layers: Any
     pooling: Any
-    prompts: Any  # sbert.encoder.prompts.Prompts
+    prompts: Any  # sbert.model.prompts.Prompts
 
     @property
     def dim(self) -> int: ...

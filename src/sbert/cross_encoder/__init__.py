@@ -13,8 +13,8 @@ The model is a Hugging Face ``AutoModelForSequenceClassification``: the encoder,
 sentence-transformers' ``CrossEncoder`` API runs as it is (``CrossEncoder(name_or_path, num_labels=,
 max_length=, activation_fn=, device=)``, ``predict``, ``rank``, ``save``), with the same scores; on
 the CPU a BERT classifier runs on the bi-encoder's engines (:mod:`sbert.cross_encoder.engine`). Its
-loss (``loss.py``, CrossEncoderLoss) and evaluator (``evaluation.py``, CrossEncoderEvaluator) live
-here too, as sentence-transformers keeps them together.
+loss and evaluator live where every kind's do: :mod:`sbert.losses.cross_encoder` (CrossEncoderLoss)
+and :mod:`sbert.evaluation.cross_encoder` (CrossEncoderEvaluator).
 
 Outputs:
 - regression (``num_labels=1``): one logit per pair; :meth:`CrossEncoder.predict` applies a sigmoid,

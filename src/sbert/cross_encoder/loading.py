@@ -10,7 +10,6 @@ limit in ``tokenizer_config.json``'s ``model_max_length``.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,9 +25,10 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from sbert.base import json_text
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
-from sbert.encoder.st_surface import ST_BACKENDS
+from sbert.model.by_name import ST_BACKENDS
 from sbert.modules.transformer import load_fast_tokenizer, quiet_transformers
 
 logger = logging.getLogger("sbert")
@@ -191,10 +191,10 @@ def save_folder(
     if tokenizer_config.is_file():
         values = read_json(tokenizer_config)
         values["model_max_length"] = settings["max_seq_length"]
-        tokenizer_config.write_text(json.dumps(values, indent=2) + "\n", encoding="utf-8")
+        tokenizer_config.write_text(json_text.dumps(values, indent=2) + "\n", encoding="utf-8")
     short = {value: key for key, value in _SHORT_NAMES.items()}
     settings = {**settings, "activation": short.get(path, path)}
-    (staging / CONFIG_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    (staging / CONFIG_FILE).write_text(json_text.dumps(settings, indent=2) + "\n", encoding="utf-8")
 
 
 def _transformer_folder(path: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -17,6 +17,7 @@ from sbert._version import __version__
 from sbert.base.batching import length_sorted_batches
 from sbert.base.files import replace_dir, staging_dir
 from sbert.base.inputs import check_max_seq_length
+from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
 from sbert.cross_encoder.loading import (
     Activation,
@@ -29,14 +30,12 @@ from sbert.cross_encoder.loading import (
 )
 from sbert.cross_encoder.ranking import RankMethods
 from sbert.cross_encoder.scores import activated, as_pairs, converted
-from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES
-from sbert.inference.cpu import CpuCapabilities
 from sbert.inference.plan import EnginePlan
-from sbert.inference.planning import Planned, Planning
-from sbert.inference.precision import ComputeBackend, ComputePrecision
+from sbert.inference.planning import Planning
 from sbert.inference.runner import Runner, RunOptions
 from sbert.inference.runners import Runners
+from sbert.model.base import ModelBase, PlannedAttributes, default_device
+from sbert.model.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.modules.transformer import default_max_seq_length
 
 logger = logging.getLogger("sbert")
@@ -53,7 +52,7 @@ class _Engine:
         self.parts = parts
 
 
-class CrossEncoder(RankMethods, nn.Module):
+class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
     """One transformer reading a sentence pair, with a regression or classification head.
 
     Built as sentence-transformers' ``CrossEncoder`` is, from a name or path, or from a loaded
@@ -122,7 +121,7 @@ class CrossEncoder(RankMethods, nn.Module):
         if max_seq_length is None:
             max_seq_length = default_max_seq_length(model, tokenizer)
         self.model = model
-        self.tokenizer = tokenizer
+        self._tokenizer = tokenizer
         parts = engine_parts(model, tokenizer, max_seq_length)
         # What the engines run (a BERT classifier's; others run PyTorch float32): the head stands in
         # for Pooling, called on token vectors and mask, with an output_dim.
@@ -143,7 +142,7 @@ class CrossEncoder(RankMethods, nn.Module):
         self.requested_precision, self.requested_backend = precision, backend
         self.eval()
         if isinstance(model_name_or_path, str | Path) or device is not None:
-            self.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+            self.to(default_device(device))
 
     @classmethod
     def from_pretrained(
@@ -184,16 +183,7 @@ class CrossEncoder(RankMethods, nn.Module):
             return
         super().__setattr__(name, value)
 
-    # What logits() runs, as SentenceEncoder names it (Planned: self.planning's).
-    name = Planned[str]()
-    requested_precision = Planned[ComputePrecision]()
-    requested_backend = Planned[ComputeBackend]()
-    cpu_capabilities = Planned[CpuCapabilities]()
-    calibration_sentences = Planned[Sequence[str] | None]()
-    plan = Planned[EnginePlan]()
-    precision = Planned[str]()
-    backend = Planned[str]()
-    packs = Planned[bool]()
+    least_seq_length = PAIR_LEAST
 
     @property
     def input_module(self) -> Any:
@@ -206,7 +196,7 @@ class CrossEncoder(RankMethods, nn.Module):
         return self._engine.parts.head if self._engine else None
 
     @property
-    def runners(self) -> Runners:
+    def runners(self) -> Runners:  # type: ignore[override]  # read-only here: a BERT classifier's only
         assert self._engine is not None, "only a BERT classifier runs on the engines"
         return self.planning.runners
 
@@ -218,29 +208,16 @@ class CrossEncoder(RankMethods, nn.Module):
     def is_static(self) -> bool:
         return False
 
-    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another compute precision or backend; returns the plan that now runs."""
-        return self.planning.set_precision(precision, backend)
-
-    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
-        """What :meth:`logits` runs on the CPU when asked for ``precision`` on ``backend``."""
-        return self.planning.plan_for(precision, backend)
-
     def _runner(self, plan: EnginePlan, pack: bool) -> tuple[EnginePlan, Runner]:
         return self.planning.runner(plan, pack)
 
-    @property
-    def max_seq_length(self) -> int:
-        """Pairs are cut to this many tokens (sentence-transformers' ``max_length`` too)."""
-        return self._max_seq_length
-
-    @max_seq_length.setter
-    def max_seq_length(self, value: int) -> None:
-        check_max_seq_length(value, None, self.name, least=PAIR_LEAST, required=True)
-        self._max_seq_length = value = int(value)
+    def _set_max_seq_length(self, value: int) -> None:
+        self._max_seq_length = value
         if self._engine is not None:
             self._engine.parts.transformer.max_seq_length = value
 
+    # Pairs are cut to this many tokens (ModelBase's setter, at least a pair's 3 special tokens).
+    max_seq_length = property(lambda self: self._max_seq_length, ModelBase.max_seq_length.fset)  # type: ignore[attr-defined]
     max_length = max_seq_length
 
     @property
@@ -258,8 +235,9 @@ class CrossEncoder(RankMethods, nn.Module):
         return [str(id2label.get(i, f"LABEL_{i}")) for i in range(self.num_labels)]
 
     @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        """The Hugging Face tokenizer that reads the pairs."""
+        return self._tokenizer
 
     def tokenize(self, pairs: Sequence[tuple[str, str]]) -> TokenizedPairs:
         """Token ids of ``[CLS] A [SEP] B [SEP]`` per pair, unpadded, cut to ``max_seq_length``."""
@@ -281,7 +259,7 @@ class CrossEncoder(RankMethods, nn.Module):
             features["token_type_ids"] = type_ids
         return features
 
-    def collate(self, pairs: Sequence[tuple[str, str]]) -> dict[str, Tensor]:
+    def collate(self, pairs: Sequence[tuple[str, str]]) -> dict[str, Tensor]:  # type: ignore[override]  # pairs, not token ids
         """Tokenize and pad a batch of pairs: the features :meth:`forward` takes (for training, too)."""
         tokenized = self.tokenize(pairs)
         return self.pad(tokenized.ids, tokenized.token_types)
@@ -378,10 +356,9 @@ class CrossEncoder(RankMethods, nn.Module):
         scores = activated(logits, activation, apply_softmax).float()
         return converted(scores, single, convert_to_numpy, convert_to_tensor, self.device)
 
-    def save(self, path: str | Path) -> None:
-        """Write a Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically;
+    def _write(self, path: Path) -> None:
+        """A Hugging Face directory (safetensors) plus ``sbert_cross_encoder.json``, atomically;
         sentence-transformers' ``CrossEncoder`` loads it with the same activation and length limit."""
-        path = Path(path)
         staging = staging_dir(path)
         try:
             settings = {
@@ -396,7 +373,3 @@ class CrossEncoder(RankMethods, nn.Module):
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-
-    def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
-        """:meth:`save` (sentence-transformers' other name); model cards are not written."""
-        self.save(path)

@@ -2,8 +2,8 @@
 
 A model directory lists its modules in ``modules.json`` (type and folder of each, in order) and keeps
 the model's settings in ``config_sentence_transformers.json`` (prompts, similarity function). Each
-module reads and writes its own folder (:mod:`sbert.modules.module`); this module walks the list
-and composes what it read into what :class:`~sbert.SentenceEncoder` runs. Four layouts:
+module reads and writes its own folder (:mod:`sbert.modules.module`); :mod:`sbert.model.folder` walks
+the list and writes it, and this module composes what it read into what :class:`~sbert.SentenceEncoder` runs. Four layouts:
 
 - a plain Hugging Face directory (no ``modules.json``): the encoder, then ``pooling`` (default ``"mean"``);
 - a sentence-transformers stack: Transformer, Pooling, then Dense and Normalize layers (the input
@@ -20,33 +20,19 @@ writes. Nothing here imports the encoder: it composes what this module returns.
 from __future__ import annotations
 
 import copy
-import shutil
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from torch import nn
 
-from sbert._version import __version__
 from sbert.base.errors import ModelLoadError
-from sbert.base.files import read_json, replace_dir, staging_dir
-from sbert.encoder.prompts import Prompts
-from sbert.modules import (
-    Dense,
-    MLMTransformer,
-    Pooling,
-    Router,
-    SparseAutoEncoder,
-    SparseStaticEmbedding,
-    SpladePooling,
-    StaticEmbedding,
-    Transformer,
-)
-from sbert.modules.module import load_module, module_class, read_modules_json, save_module, write_json
+from sbert.model.folder import SETTINGS_FILE, load_prompts, read_modules, read_settings
+from sbert.model.kinds import SPARSE_MODULES, refuse
+from sbert.model.prompts import Prompts
+from sbert.modules import Dense, Pooling, Router, StaticEmbedding, Transformer
 from sbert.modules.router import sequence
 
-SETTINGS_FILE = "config_sentence_transformers.json"
+__all__ = ["SETTINGS_FILE", "ModelParts", "load_prompts", "read_model"]
 
 
 @dataclass
@@ -72,54 +58,30 @@ def read_model(path: Path, pooling: str | None = None, max_seq_length: int | Non
         ModelLoadError: a file is missing or unreadable, or a module type is not supported (the
             message names the file).
     """
-    modules_file = path / "modules.json"
     _refuse_sparse_settings(path)
-    if not modules_file.is_file():
+    loaded = read_modules(path, max_seq_length)
+    if loaded is None:
         plain = Transformer.load_pretrained(path, max_seq_length=max_seq_length)
         return ModelParts(plain, Pooling(plain.dim, pooling or "mean"))
-    loaded: list[tuple[nn.Module, Path]] = []
-    for position, entry in enumerate(read_modules_json(modules_file)):
-        folder = path / entry["path"]
-        if position > 0 and module_class(str(entry.get("type", ""))) is Router:
-            raise ModelLoadError(
-                f"{modules_file}: module type {entry.get('type')!r} is not supported (a Router must come first)"
-            )
-        module = load_module(entry.get("type"), folder, modules_file, max_seq_length=max_seq_length)
-        loaded.append((module, folder))
     if loaded and isinstance(loaded[0][0], Router):
         parts = _routed(loaded[0][0], loaded[1:], pooling)
     else:
-        parts = _stack(loaded, modules_file, pooling)
+        parts = _stack(loaded, path / "modules.json", pooling)
     parts.prompts = load_prompts(path)
     return parts
 
 
-SPARSE_HINT = "it makes sparse vectors: load it with sbert.SparseEncoder.from_pretrained"
-
-
 def _refuse_sparse_settings(path: Path) -> None:
     """A folder sentence-transformers saved as a SparseEncoder gives no dense vectors."""
-    config_file = path / SETTINGS_FILE
-    if config_file.is_file() and read_json(config_file).get("model_type") == "SparseEncoder":
-        raise ModelLoadError(f"{config_file}: model_type is SparseEncoder: {SPARSE_HINT}")
+    if read_settings(path).get("model_type") == "SparseEncoder":
+        refuse("model_type is SparseEncoder", "sparse", path / SETTINGS_FILE)
 
 
 def _refuse_sparse_module(module: nn.Module, listing: Path) -> None:
     """SPLADE's modules (an MLM transformer, SpladePooling, a static weight per token, a sparse
     autoencoder) make sparse vectors; pooled as a dense model they would be wrong."""
-    if isinstance(module, MLMTransformer | SpladePooling | SparseStaticEmbedding | SparseAutoEncoder):
-        raise ModelLoadError(f"{listing}: lists a {type(module).__name__} module: {SPARSE_HINT}")
-
-
-def load_prompts(path: Path) -> Prompts:
-    """The prompts of a sentence-transformers directory (none for a plain Hugging Face one)."""
-    config_file = path / SETTINGS_FILE
-    if not config_file.is_file():
-        return Prompts()
-    try:
-        return Prompts.from_config(read_json(config_file), str(config_file))
-    except ValueError as error:
-        raise ModelLoadError(str(error)) from error
+    if type(module).__name__ in SPARSE_MODULES:
+        refuse(f"lists a {type(module).__name__} module", "sparse", listing)
 
 
 def _stack(loaded: list[tuple[nn.Module, Path]], listing: Path, pooling: str | None) -> ModelParts:
@@ -204,35 +166,3 @@ def _check_dims(pooler: Pooling, layers: list[nn.Module], modules_file: Path) ->
                     f"but the layer before it gives {dim}"
                 )
             dim = layer.out_features
-
-
-def write_model(
-    path: Path,
-    modules: Sequence[nn.Module],
-    prompts: Prompts | None = None,
-    settings: Mapping[str, Any] | None = None,
-) -> None:
-    """Write a model directory atomically (built under a temporary name, then swapped into place):
-    the settings, then each module in its folder (the first at the root, then ``1_Pooling``...) and
-    ``modules.json`` listing them. ``settings`` go into ``config_sentence_transformers.json`` over
-    the dense defaults (a sparse encoder's ``model_type``, ``similarity_fn_name``...).
-
-    Raises:
-        TypeError: a module sbert could not read back (not a registered module type).
-    """
-    staging = staging_dir(path)
-    try:
-        saved = {"__version__": {"sbert": __version__}, **(prompts or Prompts()).config()}
-        written = {**saved, "similarity_fn_name": "cosine", **(settings or {})}
-        write_json(staging / SETTINGS_FILE, written)
-        entries = []
-        for idx, module in enumerate(modules):
-            sub = "" if idx == 0 else f"{idx}_{type(module).__name__}"  # the first module at the root
-            entries.append(
-                {"idx": idx, "name": str(idx), "path": sub, "type": save_module(module, staging / sub)}
-            )
-        write_json(staging / "modules.json", entries)
-        replace_dir(staging, path)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

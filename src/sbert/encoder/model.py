@@ -14,28 +14,34 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from sbert.base.inputs import as_texts, check_max_seq_length, valid_utf8
-from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
-from sbert.encoder.format import read_model, write_model
-from sbert.encoder.hub import DEFAULT_MODEL, resolve_model_path
-from sbert.encoder.output import EncodeOutput, check_devices, token_embeddings
-from sbert.encoder.prompts import PromptMethods, Prompts
-from sbert.encoder.router import RouteMethods
-from sbert.encoder.st_surface import LoadsByName, SentenceTransformerMethods, saved_similarity_fn_name
-from sbert.inference.cpu import CpuCapabilities
+from sbert.base.inputs import check_max_seq_length
+from sbert.encoder.format import read_model
+from sbert.encoder.output import EncodeOutput, token_embeddings
+from sbert.encoder.st_surface import SentenceTransformerMethods
 from sbert.inference.plan import EnginePlan, PlanRequest
 from sbert.inference.planning import Planned, Planning
-from sbert.inference.precision import ComputeBackend, ComputePrecision
 from sbert.inference.runner import RunOptions
-from sbert.inference.runners import Runners, after_pooling
+from sbert.inference.runners import after_pooling
 from sbert.inference.steps import check_finite, prompt_length, run_options
+from sbert.model.base import ModelBase, PlannedAttributes
+from sbert.model.by_name import LoadsByName
+from sbert.model.encoding import EncodeRequest, tokenized
+from sbert.model.folder import saved_similarity_fn_name, write_model
+from sbert.model.hub import DEFAULT_MODEL, resolve_model_path
+from sbert.model.prompts import PromptMethods, Prompts
+from sbert.model.router import RouteMethods
 from sbert.modules import Pooling, Router, StaticEmbedding, Tokenized, Transformer
 
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
 
 
 class SentenceEncoder(
-    SentenceTransformerMethods, PromptMethods, RouteMethods, nn.Module, metaclass=LoadsByName
+    SentenceTransformerMethods,
+    PromptMethods,
+    RouteMethods,
+    PlannedAttributes,
+    ModelBase,
+    metaclass=LoadsByName,
 ):
     """An input module, pooling and optional layers (Dense, Normalize), as sentence-transformers'
     ``modules.json`` lists them.
@@ -44,14 +50,14 @@ class SentenceEncoder(
     "all-MiniLM-L6-v2", device="cpu")``, sentence-transformers' constructor) it loads as
     :meth:`from_pretrained` does, and it has sentence-transformers' methods
     (:class:`~sbert.encoder.st_surface.SentenceTransformerMethods`; ``encode_query`` and ``encode_document``:
-    :class:`~sbert.encoder.prompts.PromptMethods`).
+    :class:`~sbert.model.prompts.PromptMethods`).
 
     Args:
         transformer: The input module: a :class:`~sbert.modules.Transformer` (a Hugging Face
             encoder, decoder or T5 encoder with its tokenizer), or a
             :class:`~sbert.modules.StaticEmbedding` token table (a static model, which pools by
             itself and always runs float32 on PyTorch); or a :class:`~sbert.modules.Router`, a
-            stack per task (:class:`~sbert.encoder.router.RouteMethods`).
+            stack per task (:class:`~sbert.model.router.RouteMethods`).
         pooling: How token vectors become one sentence vector.
         layers: Modules applied to the pooled vector, in order (after a Router: after every route).
         name: What the model was loaded from, for display.
@@ -104,31 +110,9 @@ class SentenceEncoder(
         if router is not None:
             self._set_routes(router, after)
 
-    # The planning's attributes under the encoder's names (Planned: read and set on self.planning).
-    name = Planned[str]()
-    """What the model was loaded from, for display and messages."""
+    # The planning's attributes under the encoder's names (PlannedAttributes: the shared ones).
     is_static = Planned[bool]()
     """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
-    device = Planned[torch.device]()
-    """Where the weights are, so where ``encode()`` runs (:attr:`plan` carries it)."""
-    requested_precision = Planned[ComputePrecision]()
-    """The precision asked for (``auto``, ``float32``, ...; settable); :attr:`precision` is what runs."""
-    requested_backend = Planned[ComputeBackend]()
-    """The backend asked for (``auto``, ``torch``, ``openvino``; settable); :attr:`backend` is what runs."""
-    cpu_capabilities = Planned[CpuCapabilities]()
-    """The CPU the plans are made for (settable: tests simulate others)."""
-    calibration_sentences = Planned[Sequence[str] | None]()
-    """mixed and int8: the sentences that fix the activation ranges (``None``: the bundled set)."""
-    runners = Planned[Runners]()
-    """The runners of the modules and what they keep (bf16 weights, compiled graphs)."""
-    plan = Planned[EnginePlan]()
-    """What ``encode()`` runs (:attr:`Planning.plan <sbert.inference.planning.Planning.plan>`)."""
-    precision = Planned[str]()
-    """The compute precision ``encode()`` runs at (:attr:`Planning.precision <sbert.inference.planning.Planning.precision>`)."""
-    backend = Planned[str]()
-    """The engine ``encode()`` runs on: ``"torch"`` or ``"openvino"``."""
-    packs = Planned[bool]()
-    """Whether ``encode(pack=True)`` packs rows here."""
 
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
         """Ask for another compute precision or backend; returns the plan that now runs (a Router
@@ -137,10 +121,6 @@ class SentenceEncoder(
             if not encoder.is_static:
                 encoder.set_precision(precision, backend)
         return self.planning.set_precision(precision, backend)
-
-    def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:
-        """What ``encode()`` runs when asked for ``precision`` on ``backend`` (default: the requested one)."""
-        return self.planning.plan_for(precision, backend)
 
     def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions | None = None) -> Tensor:
         """Vectors (n, dim) of inputs already tokenized, by the runner ``encode()`` runs text on."""
@@ -200,18 +180,15 @@ class SentenceEncoder(
         model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts)
         model.source = str(path)
         model.similarity_fn_name = saved_similarity_fn_name(path)
-        model.eval()
         transformers = [stack for stack in model.stacks() if not stack.is_static]
         for stack in transformers:  # a table lookup gains nothing from a GPU, bf16 or OpenVINO
             stack.requested_precision = request.precision
             stack.requested_backend = request.backend
             stack.calibration_sentences = calibration_sentences
-        cuda = transformers and torch.cuda.is_available()
-        return model.to(device or ("cuda" if cuda else "cpu"))
+        return model.placed(device or (None if transformers else "cpu"))
 
-    def save(self, path: str | Path) -> None:
-        """Save as a directory that sbert and sentence-transformers both load (safetensors only)."""
-        write_model(Path(path), self.saved_modules(), self.prompts)
+    def _write(self, path: Path) -> None:
+        write_model(path, self.saved_modules(), self.prompts)
         self.save_similarity_fn_name(path)
 
     @property
@@ -221,23 +198,6 @@ class SentenceEncoder(
         for layer in self.layers:
             dim = getattr(layer, "out_features", dim)
         return dim
-
-    @property
-    def max_seq_length(self) -> int:
-        """Inputs are cut to this many tokens (special tokens included); settable (a whole number of at
-        least 1, else :class:`~sbert.base.errors.MaxSeqLengthError`)."""
-        return self.input_module.max_seq_length
-
-    @max_seq_length.setter
-    def max_seq_length(self, value: int) -> None:
-        check_max_seq_length(value, None, self.name, required=True)
-        self.input_module.max_seq_length = int(value)
-
-    @property
-    def tokenizer(self) -> Any:
-        """The tokenizer (sentence-transformers' ``model.tokenizer``): Hugging Face's for a transformer,
-        a Rust ``tokenizers.Tokenizer`` for a static model."""
-        return self.input_module.tokenizer
 
     def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
@@ -249,15 +209,7 @@ class SentenceEncoder(
         """Tokens of each sentence before truncation, special tokens and the prompt included (what
         ``encode`` with the same prompt would cut to ``max_seq_length``)."""
         sentences, _ = self.with_prompt(sentences, prompt_name, prompt)
-        try:
-            return self.input_module.token_counts(sentences)
-        except TypeError:  # lone surrogates, replaced as token_ids() replaces them
-            return self.input_module.token_counts([valid_utf8(s) for s in sentences])
-
-    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
-        """:meth:`forward`'s input for tokenized sentences, on the model's device (what losses call)."""
-        features = self.input_module.collate(token_ids)  # (batch, longest) each; static: flat
-        return {key: value.to(self.device) for key, value in features.items()}
+        return tokenized(self.input_module.token_counts, sentences)
 
     def forward(self, features: dict[str, Tensor], normalize: bool = True) -> Tensor:
         """Sentence vectors (batch, dim) of a batch from :meth:`collate`.
@@ -338,7 +290,7 @@ class SentenceEncoder(
                 models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
                 ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
                 tokens of a pass (default 8192).
-            task: sentence-transformers' task: a Router model (:class:`~sbert.encoder.router.RouteMethods`)
+            task: sentence-transformers' task: a Router model (:class:`~sbert.model.router.RouteMethods`)
                 runs the route of that name; a model without routes runs its one stack for every
                 task, as sentence-transformers does.
 
@@ -373,26 +325,23 @@ class SentenceEncoder(
             convert_to_numpy,
             convert_to_tensor,
         )
-        if (target := check_devices(device, pool)) is not None:
-            self.to(target)
+        # A static table's one sparse mean is over before a bar helps.
+        request = EncodeRequest.of(self, sentences, prompt_name, prompt, batch_size, show_progress_bar,
+                                   device, pool, bar_by_default=not self.is_static)  # fmt: skip
         plan = self.planning.encode_plan(compute_precision)
-        single = isinstance(sentences, str)
-        texts, length = self.with_prompt(as_texts(sentences), prompt_name, prompt)
         if output.tokens:
             if self.is_static:
                 raise ValueError(
                     "a static model has no token embeddings: use output_value='sentence_embedding'"
                 )
-            vectors = token_embeddings(self, texts, batch_size)
-            return vectors[0] if single else vectors
-        embeddings = torch.empty((len(texts), self.dim), dtype=torch.float32)
-        if texts:
-            if show_progress_bar is None:  # a static table's one sparse mean is over before a bar helps
-                show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES and not self.is_static
-            options = replace(options, prompt_length=length)
-            plan, embeddings = self.planning.run(plan, texts, options, show_progress_bar)
+            vectors = token_embeddings(self, request.texts, batch_size)
+            return vectors[0] if request.single else vectors
+        embeddings = torch.empty((len(request.texts), self.dim), dtype=torch.float32)
+        if request.texts:
+            options = replace(options, prompt_length=request.prompt_length)
+            plan, embeddings = self.planning.run(plan, request.texts, options, request.show_progress_bar)
         check_finite(embeddings, plan)
-        return output.finish(embeddings, single)
+        return output.finish(embeddings, request.single)
 
     def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import length_sorted_batches
+from sbert.base.empty import empty_answer
 from sbert.base.inputs import check_count
 from sbert.base.options import PRECISIONS
 
@@ -102,6 +103,8 @@ class EncodeOutput:
 
     def finish(self, embeddings: Tensor, single: bool) -> np.ndarray | Tensor | list[Tensor]:
         """The output of float32 sentence vectors (n, dim) on the CPU; ``single``: of one sentence."""
+        if not single and len(embeddings) == 0:  # sentence-transformers' (0,), not (0, dim)
+            return empty_answer(self.convert_to_tensor, self.convert_to_numpy)
         if self.truncate_dim is not None:
             embeddings = embeddings[:, : self.truncate_dim]  # (n, truncate_dim), as ST: no rescaling
         if self.normalize:
@@ -142,19 +145,3 @@ def token_embeddings(model: nn.Module, texts: Sequence[str], batch_size: int) ->
     finally:
         model.train(was_training)
     return out
-
-
-def check_devices(device: Any, pool: Any) -> str | None:
-    """The one device ``encode(device=...)`` runs on; sbert encodes in one process, never a pool."""
-    if pool is not None:
-        raise ValueError(
-            "encode(pool=...): sbert encodes in one process and has no multi-process pool; drop pool= "
-            "(for a large corpus, `sbert encode FILE -o DIR/ --engine ray` spreads the work over a Ray cluster)"
-        )
-    if isinstance(device, list | tuple):
-        if len(set(map(str, device))) > 1:
-            raise ValueError(
-                f"encode(device={list(device)!r}): sbert encodes in one process, on one device; name one"
-            )
-        return str(device[0]) if device else None
-    return None if device is None else str(device)

@@ -9,19 +9,17 @@ sentence-transformers returns them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from torch import Tensor
 
+from sbert.base import json_text
 from sbert.base.options import METRICS, choice
 
 ArrayLike = Tensor | np.ndarray
-
-# The backends of sentence-transformers' constructor that sbert runs (and sbert's "auto").
-ST_BACKENDS = ("torch", "openvino", "auto")
 
 
 class SentenceTransformerMethods:
@@ -83,10 +81,6 @@ class SentenceTransformerMethods:
         padded ``input_ids`` and ``attention_mask`` (a static model: flat ``input_ids`` and ``offsets``)."""
         return self.collate(self.token_ids(list(texts)).ids)
 
-    def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
-        """:meth:`save` (sentence-transformers' other name); model cards are not written."""
-        self.save(path)
-
     def save_similarity_fn_name(self, path: str | Path) -> None:
         """Record :attr:`similarity_fn_name` in a saved model's ``config_sentence_transformers.json``."""
         config_file = Path(path) / "config_sentence_transformers.json"
@@ -94,59 +88,4 @@ class SentenceTransformerMethods:
             return
         config = json.loads(config_file.read_text(encoding="utf-8"))
         config["similarity_fn_name"] = self._similarity_fn_name
-        config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-
-
-class LoadsByName(type):
-    """``SentenceEncoder("name or path", device=...)`` loads, as ``SentenceTransformer(...)`` does."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        first = args[0] if args else kwargs.get("model_name_or_path")
-        if isinstance(first, str | Path):
-            kwargs.pop("model_name_or_path", None)
-            return load_as_sentence_transformer(cls, first, *args[1:], **kwargs)
-        return super().__call__(*args, **kwargs)
-
-
-def saved_similarity_fn_name(path: Path) -> str | None:
-    """The ``similarity_fn_name`` a saved model's ``config_sentence_transformers.json`` names, if any."""
-    config_file = path / "config_sentence_transformers.json"
-    if not config_file.is_file():
-        return None
-    name = json.loads(config_file.read_text(encoding="utf-8")).get("similarity_fn_name")
-    return name if isinstance(name, str) else None
-
-
-def load_as_sentence_transformer(
-    cls: Any,
-    name_or_path: str | Path | None,
-    device: str | None = None,
-    prompts: Mapping[str, str] | None = None,
-    default_prompt_name: str | None = None,
-    truncate_dim: int | None = None,
-    backend: str = "auto",
-    model_kwargs: Mapping[str, Any] | None = None,
-    **sbert_options: Any,
-) -> Any:
-    """``SentenceTransformer(name_or_path, device=..., ...)``: :meth:`from_pretrained`, then the
-    constructor's prompts and ``truncate_dim`` (sentence-transformers' meaning).
-
-    Raises:
-        ValueError: ``backend="onnx"``, a ``model_kwargs`` key, or a ``default_prompt_name`` not
-            among the prompts.
-    """
-    from sbert.encoder.prompts import Prompts
-
-    if backend not in ST_BACKENDS:
-        raise ValueError(f"backend={backend!r}: sbert runs on torch or openvino (or auto), not {backend}")
-    if model_kwargs:
-        raise ValueError(
-            f"model_kwargs {sorted(model_kwargs)} are not available in sbert: it loads float32 weights "
-            "and picks its compute precision with precision= (from_pretrained) or compute_precision= (encode)"
-        )
-    model = cls.from_pretrained(name_or_path, device=device, backend=backend, **sbert_options)
-    if prompts is not None or default_prompt_name is not None:
-        named = {**model.prompts.named, **(prompts or {})}
-        model.prompts = Prompts(named, default_prompt_name or model.prompts.default_name)
-    model.truncate_dim = truncate_dim
-    return model
+        config_file.write_text(json_text.dumps(config, indent=2) + "\n", encoding="utf-8")

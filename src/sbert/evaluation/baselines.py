@@ -24,7 +24,8 @@ from tqdm.auto import tqdm
 
 from sbert.base.batching import length_sorted_batches
 from sbert.base.inputs import check_texts
-from sbert.encoder.model import PROGRESS_BAR_MIN_SENTENCES, SentenceEncoder
+from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+from sbert.encoder.model import SentenceEncoder
 from sbert.modules.pooling import Pooling
 
 # GloVe 6B was trained on Stanford-tokenized, lower-cased text: words keep inner hyphens, dots and

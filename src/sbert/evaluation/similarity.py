@@ -12,7 +12,29 @@ from sbert.data.records import ScoredPair
 from sbert.embeddings.similarity import PAIRWISE
 
 
-class SimilarityEvaluator:
+class ScoredPairsEvaluator:
+    """What an evaluator on pairs with gold scores holds (every kind's: this module's, the
+    cross-encoder's): the pairs, checked not empty, and how to run the model on them."""
+
+    def __init__(
+        self,
+        pairs: Sequence[ScoredPair],
+        name: str = "",
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+    ) -> None:
+        if not pairs:
+            raise ValueError(f"{type(self).__name__} {name!r}: no pairs to evaluate")
+        self.pairs, self.name, self.batch_size = list(pairs), name, batch_size
+        # None: the model's default (a bar for 1000 sentences or pairs or more).
+        self.show_progress_bar = show_progress_bar
+        self._check()
+
+    def _check(self) -> None:
+        """What a kind of evaluator asks of its pairs beyond being some (raises ValueError)."""
+
+
+class SimilarityEvaluator(ScoredPairsEvaluator):
     """Score an encoder on sentence pairs with gold similarity scores, as the paper does.
 
     Each distinct sentence is encoded once. For every similarity (cosine, negated Euclidean, negated
@@ -32,23 +54,10 @@ class SimilarityEvaluator:
 
     primary_metric = "spearman_cosine"
 
-    def __init__(
-        self,
-        pairs: Sequence[ScoredPair],
-        name: str = "",
-        batch_size: int = 32,
-        show_progress_bar: bool | None = None,
-    ) -> None:
-        if not pairs:
-            raise ValueError(f"SimilarityEvaluator {name!r}: no pairs to evaluate")
-        empty = [i for i, p in enumerate(pairs) if not p.sentence1.strip() or not p.sentence2.strip()]
+    def _check(self) -> None:
+        empty = [i for i, p in enumerate(self.pairs) if not p.sentence1.strip() or not p.sentence2.strip()]
         if empty:
-            raise ValueError(f"SimilarityEvaluator {name!r}: pair {empty[0]} has an empty sentence")
-        self.pairs = list(pairs)
-        self.name = name
-        self.batch_size = batch_size
-        # None: the encoder's default (a bar for 1000 sentences or more).
-        self.show_progress_bar = show_progress_bar
+            raise ValueError(f"SimilarityEvaluator {self.name!r}: pair {empty[0]} has an empty sentence")
 
     def __call__(self, model: Encoder) -> dict[str, float]:
         """Correlations × 100, keyed ``spearman_<similarity>`` and ``pearson_<similarity>``."""

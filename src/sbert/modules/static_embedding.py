@@ -254,7 +254,7 @@ def ascii_twin(tokenizer: Tokenizer) -> Tokenizer | None:
     keeps just the lowercasing (if any) and everything else as it was.
 
     Example:
-        >>> from sbert.encoder.hub import bundled_model_path
+        >>> from sbert.model.hub import bundled_model_path
         >>> bert = Tokenizer.from_file(str(bundled_model_path() / "tokenizer.json"))
         >>> twin = ascii_twin(bert)
         >>> twin.encode("A Man, playing!").ids == bert.encode("A Man, playing!").ids

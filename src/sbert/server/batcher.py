@@ -341,6 +341,8 @@ class Batcher:
 
     def _encode(self, live: list[tuple[_EmbedJob, list[int]]]) -> None:
         """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error)."""
+        if not live:  # every job of the take was refused (InputTooLong): nothing to encode
+            return
         limit = int(self.model.max_seq_length)
         texts = [text for job, _ in live for text in job.texts]
         size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))

@@ -10,9 +10,9 @@ Three kinds of model, as sentence-transformers composes them:
 - CSR: a dense stack (Transformer, Pooling) then a ``SparseAutoEncoder``.
 
 The modules read and write their own folders (:mod:`sbert.modules`); this module walks
-``modules.json`` (:func:`~sbert.modules.module.read_modules_json`), checks the composition and
-refuses what is not a sparse model, naming the file. Writing is the dense writer's
-(:func:`~sbert.encoder.format.write_model`) with sentence-transformers' sparse settings.
+``modules.json`` (:func:`~sbert.model.folder.read_modules`), checks the composition and
+refuses what is not a sparse model, naming the file. Writing is every kind's writer
+(:func:`~sbert.model.folder.write_model`) with sentence-transformers' sparse settings.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from torch import nn
 
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
-from sbert.encoder.format import SETTINGS_FILE, load_prompts, write_model
-from sbert.encoder.prompts import Prompts
-from sbert.encoder.st_surface import LoadsByName
+from sbert.model.by_name import LoadsByName
+from sbert.model.folder import load_prompts, read_modules, read_settings, write_model
+from sbert.model.kinds import KINDS, folder_kind
+from sbert.model.prompts import Prompts
 from sbert.modules import (
     MLMTransformer,
     Pooling,
@@ -38,7 +39,6 @@ from sbert.modules import (
     SpladePooling,
     Transformer,
 )
-from sbert.modules.module import load_module, module_class, read_modules_json
 
 SparseInput = MLMTransformer | Transformer | SparseStaticEmbedding
 SparsePooling = SpladePooling | Pooling
@@ -64,24 +64,15 @@ def read_sparse_model(path: Path, max_seq_length: int | None = None) -> SparsePa
         ModelLoadError: naming the file: a dense model (no MLM head, no sparse modules), an MLM
             folder without its head's weights, a module sbert does not read, or a stack out of order.
     """
+    loaded = read_modules(path, max_seq_length)
     modules_file = path / "modules.json"
-    if not modules_file.is_file():
+    if loaded is None:
         parts = SparseParts(*_plain(path, max_seq_length))
+    elif loaded and isinstance(loaded[0][0], Router):
+        parts = _routed(loaded[0][0], [module for module, _ in loaded[1:]], modules_file)
     else:
-        loaded = []
-        for position, entry in enumerate(read_modules_json(modules_file)):
-            if position > 0 and module_class(str(entry.get("type", ""))) is Router:
-                raise ModelLoadError(f"{modules_file}: a Router must be the first module")
-            loaded.append(
-                load_module(
-                    entry.get("type"), path / entry["path"], modules_file, max_seq_length=max_seq_length
-                )
-            )
-        if loaded and isinstance(loaded[0], Router):
-            parts = _routed(loaded[0], loaded[1:], modules_file)
-        else:
-            parts = SparseParts(*split_stack(loaded, modules_file))
-    settings = read_json(path / SETTINGS_FILE) if (path / SETTINGS_FILE).is_file() else {}
+        parts = SparseParts(*split_stack([module for module, _ in loaded], modules_file))
+    settings = read_settings(path)
     parts.prompts = load_prompts(path)
     parts.max_active_dims = settings.get("max_active_dims")
     name = settings.get("similarity_fn_name")
@@ -94,13 +85,19 @@ def _plain(path: Path, max_seq_length: int | None) -> tuple[MLMTransformer, Spla
     reading); anything else is refused (sentence-transformers would put an untrained autoencoder
     on it, whose vectors mean nothing)."""
     config_file = path / "config.json"
-    config = read_json(config_file) if config_file.is_file() else {}
+    if not config_file.is_file():
+        held = "it is empty" if not any(path.iterdir()) else "it has neither"
+        raise ModelLoadError(
+            f"{config_file}: missing ({held}): a SparseEncoder folder needs modules.json (saved by "
+            "sentence-transformers or sbert) or a Hugging Face *ForMaskedLM model's config.json"
+        )
+    config = read_json(config_file)
     architectures = config.get("architectures") or []
     if not any(str(name).endswith("ForMaskedLM") for name in architectures):
         raise ModelLoadError(
             f"{config_file}: not a SPLADE model: its architectures are {architectures or 'not named'}, "
             "not a *ForMaskedLM with its head. SparseEncoder loads masked-language models and "
-            "sentence-transformers SparseEncoder folders; for dense vectors use sbert.SentenceEncoder."
+            f"sentence-transformers SparseEncoder folders; {folder_kind(path).hint()}"
         )
     mlm = MLMTransformer.load_pretrained(path, max_seq_length=max_seq_length)
     assert isinstance(mlm, MLMTransformer)  # load_pretrained builds the class it is called on
@@ -140,8 +137,8 @@ def split_stack(
             f"{listing}: a dense model (a feature-extraction Transformer, "
             f"{', '.join(type(module).__name__ for module in modules[1:]) or 'nothing'} after it), not a "
             "sparse one: SparseEncoder reads SPLADE (a fill-mask Transformer and SpladePooling), "
-            "inference-free SPLADE (a Router) and CSR (Transformer, Pooling, SparseAutoEncoder). "
-            "For dense vectors use sbert.SentenceEncoder."
+            "inference-free SPLADE (a Router) and CSR (Transformer, Pooling, SparseAutoEncoder); "
+            f"{KINDS['dense'].hint()}"
         )
     if rest[0].input_dim != pooling.output_dim:
         raise ModelLoadError(
@@ -189,22 +186,13 @@ def write_sparse_model(
     write_model(path, modules, prompts, settings=settings)
 
 
-_SPARSE_TYPES = ("MLMTransformer", "SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder")
-
-
 def is_sparse_folder(path: Path) -> bool:
     """Whether the local model folder ``path`` is one sentence-transformers saved as a SparseEncoder
-    (its ``model_type``, else a sparse module in ``modules.json`` or a Router's config), without
-    loading it: what a command or a server asks to pick :class:`~sbert.SparseEncoder` or
-    :class:`~sbert.SentenceEncoder`. A plain ``*ForMaskedLM`` folder says nothing (BERT itself is
-    one) and counts as dense.
+    (:func:`sbert.model.kinds.folder_kind`), without loading it: what a command or a server asks to
+    pick :class:`~sbert.SparseEncoder` or :class:`~sbert.SentenceEncoder`. A plain ``*ForMaskedLM``
+    folder says nothing (BERT itself is one) and counts as dense.
     """
-    settings = read_json(path / SETTINGS_FILE, or_none=True)
-    if isinstance(settings, dict) and settings.get("model_type") == "SparseEncoder":
-        return True
-    listed = [path / "modules.json", *path.glob("*/router_config.json"), path / "router_config.json"]
-    texts = [file.read_text(encoding="utf-8", errors="replace") for file in listed if file.is_file()]
-    return any(kind in text for text in texts for kind in _SPARSE_TYPES)
+    return folder_kind(path).name == "sparse"
 
 
 class LoadsSparseByName(LoadsByName):

@@ -20,15 +20,14 @@ import numpy as np
 import scipy.sparse
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
-from sbert.base.inputs import as_texts, check_count, check_max_seq_length, valid_utf8
-from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
-from sbert.encoder.hub import resolve_model_path
-from sbert.encoder.output import check_devices
-from sbert.encoder.prompts import PromptMethods, Prompts
-from sbert.encoder.router import RouteMethods
+from sbert.base.inputs import check_max_seq_length, valid_utf8
 from sbert.inference.plan import EnginePlan, PlanRequest
+from sbert.model.base import ModelBase
+from sbert.model.encoding import EncodeRequest, sorted_batches, tokenized
+from sbert.model.hub import resolve_model_path
+from sbert.model.prompts import PromptMethods, Prompts
+from sbert.model.router import RouteMethods
 from sbert.modules import (
     Pooling,
     Router,
@@ -53,7 +52,7 @@ from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
 from sbert.sparse.vectors import keep_top_k, to_csr
 
 
-class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSparseByName):  # type: ignore[misc]
+class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSparseByName):  # type: ignore[misc]
     """An input module, its pooling and layers that make sparse vectors; or a Router of such stacks.
 
     Built from a name or path (``SparseEncoder("path", device="cpu")``) it loads as
@@ -157,27 +156,22 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
         check_max_seq_length(max_seq_length, None, str(name_or_path))
         path = resolve_model_path(name_or_path)
         parts = read_sparse_model(path, max_seq_length=max_seq_length)
-        saved = check_max_active_dims(parts.max_active_dims)
         name = str(name_or_path)
+        # the saved value is checked where every value is: the max_active_dims setter
         model = cls(parts.input_module, parts.pooling, parts.layers, name, parts.prompts,
-                    max_active_dims if max_active_dims is not None else saved)  # fmt: skip
+                    max_active_dims if max_active_dims is not None else parts.max_active_dims)  # fmt: skip
         model.source = str(path)
         for stack in model.stacks():  # a Router's routes compute as asked too
             stack.requested = request
         if parts.similarity_fn_name is not None:
             model.similarity_fn_name = parts.similarity_fn_name
-        model.eval()
-        return model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        return model.placed(device)
 
-    def save(self, path: str | Path) -> None:
-        """Save as sentence-transformers' SparseEncoder folder, which both libraries load."""
+    def _write(self, path: Path) -> None:
+        """sentence-transformers' SparseEncoder folder, which both libraries load."""
         write_sparse_model(
-            Path(path), self.saved_modules(), self.prompts, self.similarity_fn_name, self.max_active_dims
+            path, self.saved_modules(), self.prompts, self.similarity_fn_name, self.max_active_dims
         )
-
-    def save_pretrained(self, path: str | Path, *args: Any, **kwargs: Any) -> None:
-        """:meth:`save` (sentence-transformers' other name)."""
-        self.save(path)
 
     @property
     def max_active_dims(self) -> int | None:
@@ -219,27 +213,6 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
         return self.pooling.mode + ("+sae" if self.layers else "")
 
     @property
-    def device(self) -> torch.device:
-        """Where the weights are, so where ``encode()`` runs."""
-        return next(self.parameters()).device
-
-    @property
-    def max_seq_length(self) -> int:
-        """Inputs are cut to this many tokens; settable (every route follows)."""
-        return int(self.input_module.max_seq_length)
-
-    @max_seq_length.setter
-    def max_seq_length(self, value: int) -> None:
-        check_max_seq_length(value, None, self.name, required=True)
-        for stack in self.stacks():
-            stack.input_module.max_seq_length = int(value)
-
-    @property
-    def tokenizer(self) -> Any:
-        """The tokenizer (Hugging Face's), whose ids are the vectors' dimensions."""
-        return self.input_module.tokenizer
-
-    @property
     def similarity_fn_name(self) -> str:
         """What :meth:`similarity` computes: ``dot`` (default) or ``cosine``; settable."""
         return self._similarity_fn_name or "dot"
@@ -256,11 +229,6 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
     def tokenize(self, texts: Sequence[str]) -> dict[str, Tensor]:
         """The input features of ``texts`` (no prompt added): padded ``input_ids`` and ``attention_mask``."""
         return self.collate(self.input_module.tokenize(list(texts)).ids)
-
-    def collate(self, token_ids: Sequence[Sequence[int]]) -> dict[str, Tensor]:
-        """:meth:`forward`'s input for tokenized texts, on the model's device."""
-        features = self.input_module.collate(token_ids)  # (batch, longest) each
-        return {key: value.to(self.device) for key, value in features.items()}
 
     def embed(self, features: dict[str, Tensor], max_active_dims: int | None = None) -> Tensor:
         """Dense vectors (batch, dim) of a batch from :meth:`collate`, with gradients where enabled;
@@ -362,36 +330,29 @@ class SparseEncoder(PromptMethods, RouteMethods, nn.Module, metaclass=LoadsSpars
         if route is not self:  # a Router model: that route's stack, with this model's prompts and k
             return route.encode(sentences, prompt_name, prompt, batch_size, show_progress_bar, convert_to_tensor,
                                 convert_to_sparse_tensor, k, sparse_format, device=device, pool=pool)  # fmt: skip
-        check_count("batch_size", batch_size)
         finish(scipy.sparse.csr_matrix((0, 1), dtype=np.float32), False, sparse_format)  # checks the format
-        if (target := check_devices(device, pool)) is not None:
-            self.to(target)
-        single, text = isinstance(sentences, str), self.prompts.resolve(prompt_name, prompt)
-        texts = [(text or "") + sentence for sentence in as_texts(sentences)]
-        length = self._prompt_length(text)
-        try:
-            ids = self.input_module.tokenize(texts).ids
-        except TypeError:  # lone surrogates: replaced, as the dense encoder's token_ids() replaces them
-            ids = self.input_module.tokenize([valid_utf8(t) for t in texts]).ids
-        order = np.argsort([-len(row) for row in ids], kind="stable")  # longest first
-        if show_progress_bar is None:
-            show_progress_bar = len(texts) >= PROGRESS_BAR_MIN_SENTENCES
-        batches = []
-        for start in tqdm(range(0, len(texts), batch_size), desc="Batches", disable=not show_progress_bar):
-            rows = [ids[i] for i in order[start : start + batch_size]]
-            batches.append(to_csr(self.encode_token_ids(rows, k, length).cpu()))
-        if batches:
-            matrix = scipy.sparse.vstack(batches, format="csr")[np.argsort(order)]
+        request = EncodeRequest.of(
+            self, sentences, prompt_name, prompt, batch_size, show_progress_bar, device, pool
+        )
+        ids = tokenized(lambda texts: self.input_module.tokenize(texts).ids, request.texts)
+        done, order = [], []
+        for batch in sorted_batches([len(row) for row in ids], batch_size, request.show_progress_bar):
+            done.append(
+                to_csr(self.encode_token_ids([ids[i] for i in batch], k, request.prompt_length).cpu())
+            )
+            order.append(batch)
+        if done:  # back in input order
+            matrix = scipy.sparse.vstack(done, format="csr")[np.argsort(np.concatenate(order))]
         else:
             matrix = scipy.sparse.csr_matrix((0, self.dim), dtype=np.float32)
-        return finish(matrix, single, sparse_format, convert_to_tensor, convert_to_sparse_tensor)
+        return finish(matrix, request.single, sparse_format, convert_to_tensor, convert_to_sparse_tensor)
 
-    def _prompt_length(self, text: str | None) -> int:
-        """The prompt's tokens where the pooling leaves them out (CSR with ``include_prompt`` off)."""
-        if not text or not isinstance(self.pooling, Pooling) or self.pooling.include_prompt:
+    def prompt_tokens(self, text: str) -> int:
+        """The prompt's tokens where the pooling leaves them out (CSR with ``include_prompt`` off), else 0."""
+        if not isinstance(self.pooling, Pooling) or self.pooling.include_prompt:
             return 0
         assert isinstance(self.input_module, Transformer)  # split_stack: Pooling follows a Transformer
-        return self.input_module.prompt_length(text)
+        return int(self.input_module.prompt_length(valid_utf8(text)))
 
     def decode(self, embeddings: Any, top_k: int | None = None) -> Any:
         """Each vector's ``(token, weight)`` pairs, heaviest first (:func:`sbert.sparse.decode.decode`):

@@ -9,11 +9,14 @@ One string in gives one vector out: a 1-D tensor, a 1-row CSR matrix or one pair
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
+import numpy as np
 import scipy.sparse
 import torch
 
+from sbert.base.empty import empty_answer
 from sbert.sparse.vectors import SPARSE_FORMATS, convert, to_torch
 
 
@@ -26,14 +29,22 @@ def check_sparse_format(sparse_format: str | None) -> None:
 
 
 def check_max_active_dims(value: object) -> int | None:
-    """``value`` if it is ``None`` or a whole number of at least 1.
+    """``value`` as an ``int`` if it is a whole number of at least 1 (numpy's integers too), or ``None``:
+    the one check of ``max_active_dims``, wherever it enters (``encode``, loading, the setter).
 
     Raises:
         ValueError: naming the value (0, a negative number, a float, a bool, a string...).
+
+    Examples:
+        >>> import numpy as np
+        >>> check_max_active_dims(np.int64(3))
+        3
     """
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) or value <= 0:
         raise ValueError(f"max_active_dims must be a positive whole number or None, got {value!r}")
-    return value
+    return int(value)
 
 
 def finish(
@@ -59,6 +70,8 @@ def finish(
         if not single:
             return converted
         return converted if sparse_format == "scipy" else converted[0]
+    if not single and matrix.shape[0] == 0:  # sentence-transformers' (0,), not (0, dim)
+        return empty_answer(convert_to_tensor, False, sparse=convert_to_sparse_tensor)
     # (n, dim): a coalesced sparse COO tensor, or a dense one
     vectors = to_torch(matrix) if convert_to_sparse_tensor else torch.from_numpy(matrix.toarray())
     if single:

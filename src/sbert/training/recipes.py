@@ -21,15 +21,13 @@ when the data directory has it).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
+from sbert.base import json_text
 from sbert.base.files import write_text_atomic
 from sbert.cross_encoder import CrossEncoder
-from sbert.cross_encoder.evaluation import CrossEncoderEvaluator
-from sbert.cross_encoder.loss import CrossEncoderLoss
 from sbert.data import read_stsb
 from sbert.data.beir import load_retrieval_set
 from sbert.data.nli import nli_triplets
@@ -40,9 +38,9 @@ from sbert.data.training_files import (
     read_scored_pairs,
     read_triplets,
 )
-from sbert.encoder.hub import DEFAULT_MODEL
 from sbert.encoder.model import SentenceEncoder
 from sbert.evaluation import SimilarityEvaluator
+from sbert.evaluation.cross_encoder import CrossEncoderEvaluator
 from sbert.evaluation.retrieval import RetrievalEvaluator
 from sbert.losses import (
     CachedMultipleNegativesRankingLoss,
@@ -54,6 +52,8 @@ from sbert.losses import (
     SoftmaxLoss,
     TripletLoss,
 )
+from sbert.losses.cross_encoder import CrossEncoderLoss
+from sbert.model.hub import DEFAULT_MODEL
 from sbert.training.output_dir import CHECKPOINT_DIR, claim_training_output
 from sbert.training.recipe_config import (  # re-exported: the recipes' settings live there
     RECIPE_EPOCHS,
@@ -235,4 +235,4 @@ def _report(
         # One evaluation: compiling an OpenVINO engine for it would cost more than it saves.
         trained = SentenceEncoder.from_pretrained(output, device=config.device, backend="torch")
         results["stsb_test_spearman_cosine"] = evaluate(trained)["spearman_cosine"]
-    write_text_atomic(output / "results.json", json.dumps(results, indent=2) + "\n")
+    write_text_atomic(output / "results.json", json_text.dumps(results, indent=2) + "\n")

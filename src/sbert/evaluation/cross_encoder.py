@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from sbert.cross_encoder import CrossEncoder
-from sbert.data.records import ScoredPair
-from sbert.evaluation.similarity import correlation
+from sbert.evaluation.similarity import ScoredPairsEvaluator, correlation
 
 
-class CrossEncoderEvaluator:
+class CrossEncoderEvaluator(ScoredPairsEvaluator):
     """Score a regression cross-encoder on pairs with gold scores (the paper's BERT-STSb baseline).
 
     Examples:
@@ -25,18 +22,6 @@ class CrossEncoderEvaluator:
     """
 
     primary_metric = "spearman"
-
-    def __init__(
-        self,
-        pairs: Sequence[ScoredPair],
-        name: str = "",
-        batch_size: int = 32,
-        show_progress_bar: bool | None = None,
-    ) -> None:
-        if not pairs:
-            raise ValueError(f"CrossEncoderEvaluator {name!r}: no pairs to evaluate")
-        self.pairs, self.name, self.batch_size = list(pairs), name, batch_size
-        self.show_progress_bar = show_progress_bar  # None: a bar for 1000 pairs or more
 
     def __call__(self, model: CrossEncoder) -> dict[str, float]:
         predicted = np.asarray(
