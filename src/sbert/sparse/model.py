@@ -267,7 +267,7 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
         self, token_ids: Sequence[Sequence[int]], max_active_dims: int | None = None, prompt_length: int = 0
     ) -> Tensor:
         """:meth:`encode_token_ids` by the modules themselves in float32 on PyTorch: sentence-transformers'
-        arithmetic, operation for operation (the exact path, and the only one on CUDA)."""
+        arithmetic, operation for operation (the exact path)."""
         features = self.collate(token_ids)
         if prompt_length:
             features["prompt_length"] = torch.tensor(prompt_length)
