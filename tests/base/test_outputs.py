@@ -41,6 +41,8 @@ def model_folder(path: Path) -> Path:
     (path / "1_Pooling").mkdir(parents=True)
     (path / "modules.json").write_text(json.dumps([{"idx": 0, "path": ""}, {"idx": 1, "path": "1_Pooling"}]))
     (path / "model.safetensors").write_bytes(b"weights")
+    settings = {"__version__": {"sbert": "0.1.0"}}  # the marker only sbert writes
+    (path / "config_sentence_transformers.json").write_text(json.dumps(settings))
     return path
 
 
@@ -98,12 +100,35 @@ def test_a_file_output_replaces_a_regular_file(tmp_path: Path) -> None:
 
 
 def test_a_symlink_yields_its_target_and_stays(tmp_path: Path) -> None:
+    store = tmp_path / "real"
+    store.mkdir()
+    (store / "manifest.json").write_text("{}")
+    (tmp_path / "link").symlink_to(store)
+    with claim_output(tmp_path / "link", IN_PLACE) as target:
+        assert target == store
+        assert lock_path(store).exists() and not lock_path(tmp_path / "link").exists()
+    assert (tmp_path / "link").is_symlink()
+
+
+def test_a_model_is_not_written_through_a_symlink(tmp_path: Path) -> None:
     model = model_folder(tmp_path / "real")
     (tmp_path / "link").symlink_to(model)
-    with claim_output(tmp_path / "link", MODEL) as target:
-        assert target == model
-        assert lock_path(model).exists() and not lock_path(tmp_path / "link").exists()
-    assert (tmp_path / "link").is_symlink()
+    refused = r"link: refusing to write a model through a symbolic link \(to "
+    with pytest.raises(OutputRefusedError, match=refused), claim_output(tmp_path / "link", MODEL):
+        pytest.fail("the block must not run")
+    assert (tmp_path / "link").is_symlink() and not lock_path(model).exists()
+
+
+def test_a_model_sbert_did_not_write_is_refused_though_it_is_a_model(tmp_path: Path) -> None:
+    st_model = model_folder(tmp_path / "st")
+    settings = {"__version__": {"sentence_transformers": "6.2.0"}}  # what sentence-transformers writes
+    (st_model / "config_sentence_transformers.json").write_text(json.dumps(settings))
+    hf_model = tmp_path / "hf"
+    hf_model.mkdir()
+    (hf_model / "config.json").write_text("{}")
+    for folder in (st_model, hf_model):
+        with pytest.raises(OutputRefusedError, match="holds no sbert model"), claim_output(folder, MODEL):
+            pytest.fail("the block must not run")
 
 
 def test_a_second_process_is_refused_with_the_holders_pid_until_it_ends(tmp_path: Path) -> None:

@@ -75,8 +75,10 @@ def test_search_corpus_exact(tiny_model_dir: Path, corpus_file: Path, capsys) ->
 
 
 def test_search_bad_top_k(tiny_model_dir: Path, corpus_file: Path, capsys) -> None:
-    assert main(["search", "--corpus", str(corpus_file), "q", "-k", "0", "-m", str(tiny_model_dir)]) == 1
-    assert "--top-k" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # refused as argparse parses it: a usage error
+        main(["search", "--corpus", str(corpus_file), "q", "-k", "0", "-m", str(tiny_model_dir)])
+    assert exit_info.value.code == 2
+    assert "--top-k/-k: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
 
 
 def test_mine(tiny_model_dir: Path, corpus_file: Path, capsys) -> None:
@@ -108,10 +110,20 @@ def test_cluster(tiny_model_dir: Path, corpus_file: Path, capsys, method: str, e
 
 
 def test_cluster_threshold_out_of_range(tiny_model_dir: Path, corpus_file: Path, capsys) -> None:
-    code = main(
-        ["cluster", str(corpus_file), "--method", "community", "--threshold", "2", "-m", str(tiny_model_dir)]
-    )
-    assert code == 1 and "[-1, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # refused as argparse parses it: a usage error
+        main(
+            [
+                "cluster",
+                str(corpus_file),
+                "--method",
+                "community",
+                "--threshold",
+                "2",
+                "-m",
+                str(tiny_model_dir),
+            ]
+        )
+    assert exit_info.value.code == 2 and "a finite number from -1 to 1, got '2'" in capsys.readouterr().err
 
 
 def test_demo_shows_applications(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:

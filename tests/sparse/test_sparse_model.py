@@ -104,7 +104,8 @@ def test_one_sentence_gives_one_vector(ours: SparseEncoder, theirs: STSparseEnco
     assert ours.encode(SENTENCES[0], sparse_format="scipy").shape == (1, ours.dim)
     indices, values = ours.encode(SENTENCES[0], sparse_format="pairs")
     assert indices.ndim == 1 and values.dtype == np.float32
-    assert ours.encode([]).shape == (0, ours.dim)
+    assert ours.encode([]).shape == (0,) == theirs.encode([]).shape
+    assert ours.encode([], sparse_format="scipy").shape == (0, ours.dim)  # sbert's own form keeps the width
 
 
 def test_decode_equals_sentence_transformers(ours: SparseEncoder, theirs: STSparseEncoder) -> None:

@@ -3,18 +3,20 @@
 Decided by :func:`claim_output` before any work starts, and nowhere else:
 
 - a new path, or an empty folder, is written;
-- an sbert artifact of the same kind (known by the marker file it always writes: an index's or a
-  store's ``manifest.json``, a model's ``modules.json``, ...) is written again. A kind that is swapped
-  in whole (an index, a model) refuses a folder that also holds files it does not write, since the
-  swap would delete them; a kind written in place (a store, a training run, a report, a data folder)
-  leaves such files alone;
+- an sbert artifact of the same kind (known by a marker only sbert writes: an index's or a store's
+  ``manifest.json``, a model's ``config_sentence_transformers.json`` naming sbert's version or a
+  cross-encoder's ``sbert_cross_encoder.json``, a training run's ``training_log.jsonl``, ...) is
+  written again. A kind that knows the entries it writes (a model, an index, a training run) refuses
+  a folder that also holds any other, since its rewrite would delete or replace them; a kind
+  written in place with no such list (a store, a report, a data folder) leaves them alone;
 - a file output replaces a regular file, never a folder;
 - anything else is refused with the path and the reason, and left untouched.
 
-A symbolic link is followed: its target is written and the link stays. One writer at a time: the
-output is locked (``fcntl.flock`` on ``.NAME.lock`` beside it, holding the writer's pid, removed on
-release), and a second writer is refused with :class:`OutputInUseError` naming that pid. A full disk
-while writing is reported with the output's path (:class:`OutputDiskFullError`).
+A symbolic link is followed (its target is written and the link stays), except by a model or a
+training run, which refuse it, naming it and its target. One writer at a time: the output is locked
+(``fcntl.flock`` on ``.NAME.lock`` beside it, holding the writer's pid, removed on release), and a
+second writer is refused with :class:`OutputInUseError` naming that pid. A full disk while writing
+is reported with the output's path (:class:`OutputDiskFullError`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import errno
 import functools
 import inspect
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -57,16 +60,19 @@ class OutputKind:
     Attributes:
         name: Shown in messages ("index", "store", ...).
         recognise: Whether an existing folder is an artifact of this kind (by its marker file).
-        owns: For a kind swapped in whole: whether an entry of such a folder is one it writes (any
-            other is refused, since the swap would delete it). ``None``: written in place, other
-            entries are left alone.
+        owns: Whether an entry of such a folder is one this kind writes: any other is refused, since
+            a rewrite would delete (a swap) or replace it. ``None``: other entries are left alone.
         file: A single file (replaces a regular file), not a folder.
+        in_place: Written entry by entry, not swapped in whole (what a full disk leaves differs).
+        links: A symbolic link at the path is followed; ``False``: refused, naming it.
     """
 
     name: str
     recognise: Callable[[Path], bool] = lambda folder: False
     owns: Callable[[Path, str], bool] | None = None
     file: bool = False
+    in_place: bool = False
+    links: bool = True
 
 
 MODEL_FILES = frozenset(
@@ -76,7 +82,7 @@ MODEL_FILES = frozenset(
         "sentence_bert_config.json",
         "config.json",
         "model.safetensors",
-        "pytorch_model.bin",
+        "generation_config.json",
         "tokenizer.json",
         "tokenizer_config.json",
         "special_tokens_map.json",
@@ -86,8 +92,10 @@ MODEL_FILES = frozenset(
         "added_tokens.json",
         "sentencepiece.bpe.model",
         "spiece.model",
-        "README.md",
+        "tokenizer.model",
+        "chat_template.jinja",
         "distill.json",
+        "sbert_cross_encoder.json",
     }
 )
 
@@ -99,10 +107,44 @@ def _module_folders(folder: Path) -> set[str]:
     return {path.replace("\\", "/").split("/")[0] for path in paths if isinstance(path, str) and path}
 
 
+def written_by_sbert(folder: Path) -> bool:
+    """Whether ``folder`` holds a model sbert saved: its marker, which no other library writes (not
+    ``config.json`` or ``modules.json``, which every Hugging Face or sentence-transformers folder has).
+
+    The marker is ``config_sentence_transformers.json``'s ``__version__`` naming sbert (where
+    sentence-transformers names itself; it reads the file as before) or, for a cross-encoder,
+    ``sbert_cross_encoder.json`` with ``sbert_version``.
+
+    Examples:
+        >>> import json, tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> settings = {"__version__": {"sentence_transformers": "6.2.0"}}
+        >>> _ = (folder / "config_sentence_transformers.json").write_text(json.dumps(settings))
+        >>> written_by_sbert(folder)
+        False
+        >>> settings = {"__version__": {"sbert": "0.1.0"}}
+        >>> _ = (folder / "config_sentence_transformers.json").write_text(json.dumps(settings))
+        >>> written_by_sbert(folder)
+        True
+    """
+    settings = read_json(folder / "config_sentence_transformers.json", or_none=True)
+    version = settings.get("__version__") if isinstance(settings, dict) else None
+    if isinstance(version, dict) and "sbert" in version:
+        return True
+    cross_encoder = read_json(folder / "sbert_cross_encoder.json", or_none=True)
+    return isinstance(cross_encoder, dict) and "sbert_version" in cross_encoder
+
+
+def is_sbert_temporary(name: str) -> bool:
+    """Whether ``name`` is one of sbert's own temporaries (:mod:`sbert.base.files`) or locks."""
+    return bool(re.fullmatch(r"\..+\.\d+\.[a-z0-9_]{8}\.tmp|\..+\.lock", name))
+
+
 MODEL = OutputKind(
     "model",
-    recognise=lambda folder: isinstance(read_json(folder / "modules.json", or_none=True), list),
+    recognise=written_by_sbert,
     owns=lambda folder, name: name in MODEL_FILES or name in _module_folders(folder),
+    links=False,
 )
 FILE = OutputKind("file", file=True)
 
@@ -135,6 +177,11 @@ def claim_output(path: str | Path, kind: OutputKind) -> Iterator[Path]:
         ...     print("refused:", "notes.txt" in str(error))
         refused: True
     """
+    if not kind.links and os.path.islink(path):
+        raise OutputRefusedError(
+            f"{path}: refusing to write a {kind.name} through a symbolic link (to {os.readlink(path)}): "
+            "give the folder it points to, or another output"
+        )
     target = Path(os.path.realpath(path))
     with _held_lock:
         nested = target in _held
@@ -159,7 +206,7 @@ def claim_output(path: str | Path, kind: OutputKind) -> Iterator[Path]:
         yield target
     except BaseException as error:
         if _disk_full(error) and str(target) not in str(error):
-            swapped = kind.owns is not None or kind.file
+            swapped = (kind.owns is not None and not kind.in_place) or kind.file
             kept = f"what was at {target} before is untouched" if swapped else "what was finished is kept"
             full = OutputDiskFullError(
                 f"no space left on device while writing {kind.name} {target} ({error}); {kept}: "
@@ -234,11 +281,12 @@ def check_output(path: Path, kind: OutputKind) -> None:
             "choose another output, or an empty folder"
         )
     if kind.owns is not None:
-        foreign = [name for name in entries if not kind.owns(path, name)]
+        foreign = [name for name in entries if not (kind.owns(path, name) or is_sbert_temporary(name))]
         if foreign:
+            how = "written again entry by entry" if kind.in_place else "rebuilt by replacing the whole folder"
             raise OutputRefusedError(
-                f"{refuse}: the {kind.name} there is rebuilt by replacing the whole folder, which also "
-                f"holds {_shown(foreign)}, not written by sbert; move them out, or choose another output"
+                f"{refuse}: the {kind.name} there is {how}, which also holds {_shown(foreign)}, not "
+                "written by sbert; move them out, or choose another output"
             )
 
 

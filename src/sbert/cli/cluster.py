@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.base import json_text
+from sbert.cli.common import add_model_arguments, float_in, load_model, non_negative_int, positive_int
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
@@ -30,18 +30,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how to group (default agglomerative; see above)",
     )
     parser.add_argument(
-        "--n-clusters", type=int, default=None, help="number of clusters (agglomerative, kmeans)"
+        "--n-clusters", type=positive_int, default=None, help="number of clusters (agglomerative, kmeans)"
     )
     parser.add_argument(
         "--threshold",
-        type=float,
+        type=float_in(-1.0, 1.0),
         default=None,
         help="cosine similarity in [-1, 1] (agglomerative, community)",
     )
-    parser.add_argument("--min-size", type=int, default=3, help="smallest community (community; default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="k-means seed")
+    parser.add_argument(
+        "--min-size", type=positive_int, default=3, help="smallest community (community; default 3)"
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="k-means seed")
     parser.add_argument("--json", action="store_true", help="one JSON line per cluster")
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
     add_text_arguments(parser)
     add_model_arguments(parser)
     parser.set_defaults(handler=run)
@@ -76,7 +80,7 @@ def print_clusters(clusters: list[list[int]], texts: list[str], as_json: bool) -
     for number, members in enumerate(clusters):
         if as_json:
             print(
-                json.dumps(
+                json_text.dumps(
                     {"cluster": number, "members": members, "texts": [texts[i] for i in members]},
                     ensure_ascii=False,
                 )

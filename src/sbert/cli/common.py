@@ -6,8 +6,9 @@ Nothing here imports torch: ``register()`` only builds argparse, so ``sbert --he
 from __future__ import annotations
 
 import argparse
+import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from sbert.base.options import BACKENDS, POOLING_MODES, PRECISIONS
@@ -153,3 +154,89 @@ def load_model(args: argparse.Namespace) -> SentenceEncoder:
         backend=getattr(args, "backend", "auto"),
         calibration_sentences=read_texts(calibration) if calibration else None,
     )
+
+
+def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type=``: a whole number from ``low`` (to ``high``), else a message with the range.
+
+    Examples:
+        >>> positive_int("3")
+        3
+        >>> positive_int("-5")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a whole number of at least 1, got '-5'
+        >>> int_in(0, 65535)("70000")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a whole number from 0 to 65535, got '70000'
+    """
+    wanted = f"from {low} to {high}" if high is not None else f"of at least {low}"
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = low - 1  # not a whole number: the same message
+        if number < low or (high is not None and number > high):
+            raise argparse.ArgumentTypeError(f"expected a whole number {wanted}, got {value!r}")
+        return number
+
+    parse.__name__ = "int_in"
+    return parse
+
+
+def float_in(
+    low: float = -math.inf, high: float = math.inf, *, above: bool = False
+) -> Callable[[str], float]:
+    """An argparse ``type=``: a finite number from ``low`` to ``high`` (``above``: more than ``low``),
+    else a message with the range; NaN and infinities are always refused.
+
+    Examples:
+        >>> unit_interval("0.25")
+        0.25
+        >>> finite_float("nan")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a finite number, got 'nan'
+        >>> non_negative_float("-1")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: expected a finite number of at least 0, got '-1'
+    """
+    wanted = _range_words(low, high, above)
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        below = number <= low if above else number < low
+        if not math.isfinite(number) or below or number > high:
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {value!r}")
+        return number
+
+    parse.__name__ = "float_in"
+    return parse
+
+
+def _range_words(low: float, high: float, above: bool) -> str:
+    words = "a finite number"
+    bound = f"{low:g}"
+    if math.isfinite(low) and math.isfinite(high):
+        return (
+            f"{words} {'above ' + bound if above else 'from ' + bound} {'up to' if above else 'to'} {high:g}"
+        )
+    if math.isfinite(low):
+        return f"{words} {'above' if above else 'of at least'} {bound}"
+    if math.isfinite(high):
+        return f"{words} of at most {high:g}"
+    return words
+
+
+positive_int = int_in(1)
+non_negative_int = int_in(0)
+finite_float = float_in()
+non_negative_float = float_in(0.0)
+positive_float = float_in(0.0, above=True)
+unit_interval = float_in(0.0, 1.0)

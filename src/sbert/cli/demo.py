@@ -12,7 +12,7 @@ import time
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from sbert.cli.common import add_data_argument, add_model_arguments, load_model
+from sbert.cli.common import add_data_argument, add_model_arguments, load_model, positive_int
 from sbert.cli.similarity import format_matrix
 from sbert.data.paths import missing_data_message, resolve_data_dir
 
@@ -37,7 +37,7 @@ TABLE_SENTENCES = [
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="embed, compare and search a small corpus (the main job)")
-    parser.add_argument("--top-k", type=int, default=3, help="nearest sentences shown per query")
+    parser.add_argument("--top-k", type=positive_int, default=3, help="nearest sentences shown per query")
     add_model_arguments(parser)
     add_data_argument(parser)
     parser.set_defaults(handler=run)

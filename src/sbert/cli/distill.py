@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sbert.cli.common import non_negative_int, positive_float, positive_int
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,16 +25,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--teacher", default=None, help="model to distil (default: the bundled all-MiniLM-L6-v2)"
     )
     static.add_argument("--output", "-o", required=True, help="directory to write the static model to")
-    static.add_argument("--dimensions", type=int, default=256, help="token vector size (default 256)")
+    static.add_argument(
+        "--dimensions", type=positive_int, default=256, help="token vector size (default 256)"
+    )
     static.add_argument(
         "--corpus", nargs="+", default=[], metavar="FILE", help="text files to fit the table on (optional)"
     )
-    static.add_argument("--epochs", type=int, default=5, help="passes over the corpus (default 5)")
-    static.add_argument("--batch-size", type=int, default=256, help="sentences per step (default 256)")
+    static.add_argument("--epochs", type=positive_int, default=5, help="passes over the corpus (default 5)")
     static.add_argument(
-        "--learning-rate", type=float, default=0.01, help="SparseAdam's step size (default 0.01)"
+        "--batch-size", type=positive_int, default=256, help="sentences per step (default 256)"
     )
-    static.add_argument("--seed", type=int, default=0, help="shuffling seed (default 0)")
+    static.add_argument(
+        "--learning-rate", type=positive_float, default=0.01, help="SparseAdam's step size (default 0.01)"
+    )
+    static.add_argument("--seed", type=non_negative_int, default=0, help="shuffling seed (default 0)")
     static.set_defaults(handler=run)
 
 

@@ -7,13 +7,19 @@ Heavy packages (numpy, torch, pyarrow, ray) are imported inside :func:`run`, not
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_model_arguments, add_progress_arguments, add_prompt_arguments, load_model
+from sbert.base import json_text
+from sbert.cli.common import (
+    add_model_arguments,
+    add_progress_arguments,
+    add_prompt_arguments,
+    load_model,
+    positive_int,
+)
 from sbert.data.texts import TEXT_FORMATS
 from sbert.encoder.hub import DEFAULT_MODEL
 
@@ -43,14 +49,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--column", default="text", help="field holding the sentence in JSONL/CSV/Parquet (default: text)"
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
     parser.add_argument(
-        "--max-tokens", type=int, default=None, help="cap on padded tokens per batch, to bound memory"
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=None,
+        help="cap on padded tokens per batch, to bound memory",
     )
     parser.add_argument("--normalize", action="store_true", help="unit-length vectors")
     parser.add_argument(
         "--dimensions",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="D",
         help="OUT.npy, OUT.jsonl: keep the first D dimensions, unit length again (a Matryoshka prefix; "
@@ -63,11 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     store = parser.add_argument_group("embedding store (a directory --output)")
     store.add_argument(
-        "--shard-size", type=int, default=100_000, help="rows per Parquet shard (default 100000)"
+        "--shard-size", type=positive_int, default=100_000, help="rows per Parquet shard (default 100000)"
     )
     store.add_argument(
         "--chunk-rows",
-        type=int,
+        type=positive_int,
         default=10_000,
         help="rows encoded (and length-sorted) together (default 10000)",
     )
@@ -86,7 +97,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     store.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=None,
         help="ray: encoder actors (default: one per GPU for a CUDA model, else per CPU)",
     )
@@ -196,6 +207,10 @@ def _encode_texts(args: argparse.Namespace, texts: list[str]) -> Any:
     )
     if request is not None:
         cold_start.record(model, request)
+    if not texts:  # encode([]) answers (0,) as sentence-transformers does: the file keeps its width
+        import numpy as np
+
+        return np.zeros((0, model.dim), dtype=np.float32)
     return vectors
 
 
@@ -270,4 +285,4 @@ def _encode_store(args: argparse.Namespace) -> int:
 def _write_jsonl(handle, texts: list[str], vectors) -> None:  # type: ignore[no-untyped-def]
     for index, (text, vector) in enumerate(zip(texts, vectors)):
         record = {"index": index, "text": text, "embedding": [round(float(x), 7) for x in vector]}
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        handle.write(json_text.dumps(record, ensure_ascii=False) + "\n")

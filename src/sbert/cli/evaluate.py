@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from sbert.cli.common import add_data_argument, add_model_arguments
+from sbert.base import json_text
+from sbert.cli.common import add_data_argument, add_model_arguments, positive_int
 from sbert.cli.evaluate_retrieval import add_retrieval_arguments, run_retrieval
 
 SUITES = {"sts": ("sts",), "senteval": ("senteval",), "all": ("sts", "senteval")}
@@ -61,10 +62,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="original",
         help="STS12-16 text: original release (default, as MTEB) or SentEval's tokenized copy",
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
     parser.add_argument(
         "--dimensions",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=None,
         metavar="D",
@@ -81,7 +84,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import time
 
     from tqdm.auto import tqdm
@@ -146,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             "seconds": seconds,
             "paper": paper.as_json(),
         }
-        write_text_atomic(args.output, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        write_text_atomic(args.output, json_text.dumps(report, indent=2, ensure_ascii=False) + "\n")
         print(f"\nwrote every figure to {args.output}")
     return 0
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sbert.cli.common import add_prompt_arguments
+from sbert.base import json_text
+from sbert.cli.common import add_prompt_arguments, positive_int
 from sbert.cli.index import KINDS
 from sbert.data.sources import BEIR_SETS
 
@@ -39,7 +40,9 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
         default=["exact"],
         help="retrieval: exact search and/or index kinds to search through (default exact)",
     )
-    group.add_argument("--top-k", type=int, default=100, help="retrieval: results per query (default 100)")
+    group.add_argument(
+        "--top-k", type=positive_int, default=100, help="retrieval: results per query (default 100)"
+    )
     group.add_argument(
         "--document-prompt-name",
         default=None,
@@ -55,7 +58,7 @@ def add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--max-active-dims",
-        type=int,
+        type=positive_int,
         default=None,
         help="retrieval, sparse: keep each vector's N largest weights (default: the model's)",
     )
@@ -74,7 +77,6 @@ def is_sparse_model(name: str | None) -> bool:
 
 
 def run_retrieval(args: argparse.Namespace) -> int:
-    import json
 
     from sbert.base.files import write_text_atomic
     from sbert.cli.common import load_model
@@ -119,13 +121,12 @@ def run_retrieval(args: argparse.Namespace) -> int:
             "precision": model.precision,
             "results": [r.to_dict() for r in results],
         }
-        write_text_atomic(args.output, json.dumps(report, indent=2) + "\n")
+        write_text_atomic(args.output, json_text.dumps(report, indent=2) + "\n")
     return 0
 
 
 def run_sparse_retrieval(args: argparse.Namespace, dataset: Any) -> int:
     """Exact search over a sparse encoder's vectors; one table row, with the active dimensions."""
-    import json
 
     from sbert.base.files import write_text_atomic
     from sbert.evaluation.retrieval import write_run
@@ -167,7 +168,7 @@ def run_sparse_retrieval(args: argparse.Namespace, dataset: Any) -> int:
         write_run(result.run, args.run)
     if args.output:
         report = {"model": model.name, "sparse": True, "results": [result.to_dict()]}
-        write_text_atomic(args.output, json.dumps(report, indent=2) + "\n")
+        write_text_atomic(args.output, json_text.dumps(report, indent=2) + "\n")
     return 0
 
 

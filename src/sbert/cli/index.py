@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
+from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model, positive_int
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--max-memory",
+        type=memory_size,
         default=None,
         help="memory the index may take when searched, e.g. 8G (for --kind auto)",
     )
@@ -65,14 +66,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument(
         "--dimensions",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="D",
         help="index only the first D dimensions of each vector, unit length again (a Matryoshka "
         "model's prefix); searches cut their queries the same way",
     )
     add_text_arguments(build)
-    build.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
+    build.add_argument(
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
     add_model_arguments(build)
     add_prompt_arguments(build, default="the model's document prompt, as encode_document()")
     build.set_defaults(handler=run_build)
@@ -95,18 +98,31 @@ def run_build(args: argparse.Namespace) -> int:
         return _build(args)
 
 
+def memory_size(value: str) -> int:
+    """``--max-memory``'s ``type=``: a memory size above 0 (``8G``, ``512M``, ``1.5GB``) in bytes."""
+    from sbert.index import parse_bytes  # imports torch: only when the option is given
+
+    try:
+        size = parse_bytes(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"expected a memory size above 0 (e.g. 8G, 512M), got {value!r}")
+    return size
+
+
 def _build(args: argparse.Namespace) -> int:
 
     if args.kind in SPARSE_KINDS:
         return _build_sparse(args)
-    from sbert.index import VectorIndex, parse_bytes
+    from sbert.index import VectorIndex
     from sbert.index.options import IndexOptions
 
     start = time.perf_counter()
     options = IndexOptions(
         kind=args.kind,
         rescore=None if args.rescore == "none" else args.rescore,
-        max_memory=parse_bytes(args.max_memory) if args.max_memory else None,
+        max_memory=args.max_memory,
         dimensions=args.dimensions,
     )
     if args.store:

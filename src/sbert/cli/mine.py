@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.base import json_text
+from sbert.cli.common import add_model_arguments, finite_float, load_model, positive_int
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
@@ -18,13 +18,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Paraphrase mining: best pairs first.",
     )
     parser.add_argument("input", help="text file (one sentence a line), .jsonl, .csv/.tsv, or - for stdin")
-    parser.add_argument("--top-k", type=int, default=100, help="neighbours kept per sentence (default 100)")
-    parser.add_argument("--max-pairs", type=int, default=20, help="pairs printed (default 20)")
     parser.add_argument(
-        "--min-score", type=float, default=None, help="drop pairs below this cosine similarity"
+        "--top-k", type=positive_int, default=100, help="neighbours kept per sentence (default 100)"
+    )
+    parser.add_argument("--max-pairs", type=positive_int, default=20, help="pairs printed (default 20)")
+    parser.add_argument(
+        "--min-score", type=finite_float, default=None, help="drop pairs below this cosine similarity"
     )
     parser.add_argument("--json", action="store_true", help="one JSON line per pair")
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
     add_text_arguments(parser)
     add_model_arguments(parser)
     parser.set_defaults(handler=run)
@@ -49,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                 "text_i": texts[pair.i],
                 "text_j": texts[pair.j],
             }
-            print(json.dumps(record, ensure_ascii=False))
+            print(json_text.dumps(record, ensure_ascii=False))
         else:
             print(f"{pair.score:.3f}  [{pair.i}] {texts[pair.i]}  <->  [{pair.j}] {texts[pair.j]}")
     print(f"{len(pairs)} pairs from {len(texts)} sentences", file=sys.stderr)

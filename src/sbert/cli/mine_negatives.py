@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from sbert.base.options import MINED_FORMATS, SAMPLING_STRATEGIES, TRAINING_FORMATS
-from sbert.cli.common import add_model_arguments, load_model
+from sbert.cli.common import add_model_arguments, finite_float, load_model, non_negative_int, positive_int
 from sbert.cli.index import KINDS
 
 
@@ -61,7 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--document-prompt-name", default=None, help="corpus prompt (default: the model's document prompt)"
     )
-    parser.add_argument("--batch-size", type=int, default=32, help="sentences per forward pass (default 32)")
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
     parser.add_argument(
         "--skip-bad-lines", action="store_true", help="skip malformed input lines (and count them)"
     )
@@ -71,22 +73,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     """Which candidates become negatives: ranks, score filters, strategy (MiningOptions' fields)."""
-    parser.add_argument("--num-negatives", type=int, default=3, help="negatives per anchor (default 3)")
-    parser.add_argument("--range-min", type=int, default=0, help="skip this many best candidates (default 0)")
     parser.add_argument(
-        "--range-max", type=int, default=None, help="candidates ranked per anchor (default: from the others)"
+        "--num-negatives", type=positive_int, default=3, help="negatives per anchor (default 3)"
     )
-    parser.add_argument("--max-score", type=float, default=None, help="keep candidates scoring at most this")
-    parser.add_argument("--min-score", type=float, default=None, help="keep candidates scoring at least this")
+    parser.add_argument(
+        "--range-min", type=non_negative_int, default=0, help="skip this many best candidates (default 0)"
+    )
+    parser.add_argument(
+        "--range-max",
+        type=positive_int,
+        default=None,
+        help="candidates ranked per anchor (default: from the others)",
+    )
+    parser.add_argument(
+        "--max-score", type=finite_float, default=None, help="keep candidates scoring at most this"
+    )
+    parser.add_argument(
+        "--min-score", type=finite_float, default=None, help="keep candidates scoring at least this"
+    )
     parser.add_argument(
         "--absolute-margin",
-        type=float,
+        type=finite_float,
         default=None,
         help="keep candidates scoring at least this much below the positive",
     )
     parser.add_argument(
         "--relative-margin",
-        type=float,
+        type=finite_float,
         default=None,
         help="keep candidates below positive - |positive| * this (NV-Retriever: 0.05)",
     )
@@ -96,7 +109,7 @@ def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
         default="top",
         help="top: the best remaining candidates; random: drawn among all that remain (default top)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random strategy's seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random strategy's seed (default 0)")
     parser.add_argument(
         "--include-positives", action="store_true", help="let an anchor's positives be among its negatives"
     )

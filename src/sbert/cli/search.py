@@ -5,11 +5,11 @@ may be a sparse index; ``--sparse-index DIR`` with a dense ``--index`` is hybrid
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model
+from sbert.base import json_text
+from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model, positive_int
 
 if TYPE_CHECKING:
     from sbert.encoder.model import SentenceEncoder
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--index", help="index directory from `sbert index build` (dense or sparse)")
     source.add_argument("--corpus", help="corpus file, embedded now and searched exactly")
-    parser.add_argument("--top-k", "-k", type=int, default=5, help="results per query (default 5)")
+    parser.add_argument("--top-k", "-k", type=positive_int, default=5, help="results per query (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON line per query")
     add_text_arguments(parser)
     add_model_arguments(parser)
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cascade.add_argument(
         "--rescore-candidates",
         metavar="N",
-        type=int,
+        type=positive_int,
         default=None,
         help=f"--rescore-with: candidates taken from the index per query (default {DEFAULT_CANDIDATES}; "
         "at least --top-k)",
@@ -75,8 +75,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sbert.embeddings.search import semantic_search
 
-    if args.top_k < 1:
-        raise ValueError(f"--top-k must be at least 1, got {args.top_k}")
     check_cascade_arguments(args)
     check_sparse_arguments(args)
     if args.index and args.sparse_index:
@@ -95,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         texts = dict(zip(found, index.texts_of(found)))
     else:
         corpus = read_texts(args.corpus, args.format, args.column)
+        if not corpus:
+            raise ValueError(f"{args.corpus}: no sentences to search")
         model = load_model(args)
         vectors = model.encode_document(
             corpus, show_progress_bar=len(corpus) >= 1000, prompt_name=args.document_prompt_name
@@ -125,8 +125,6 @@ def check_cascade_arguments(args: argparse.Namespace) -> None:
             "--rescore-with re-ranks an index's candidates: use it with --index, or search --corpus "
             "with the stronger model itself (--model)"
         )
-    if args.rescore_candidates is not None and args.rescore_candidates < 1:
-        raise ValueError(f"--rescore-candidates must be at least 1, got {args.rescore_candidates}")
 
 
 def cascade(args: argparse.Namespace) -> tuple[list[list[Hit]], dict[int, str | None]]:
@@ -185,7 +183,7 @@ def print_hits(query: str, hits: list[Hit], texts: dict[int, str | None], as_jso
             "query": query,
             "hits": [{"id": h.corpus_id, "score": h.score, "text": texts[h.corpus_id]} for h in hits],
         }
-        print(json.dumps(record, ensure_ascii=False))
+        print(json_text.dumps(record, ensure_ascii=False))
         return
     print(f"query: {query}")
     for hit in hits:

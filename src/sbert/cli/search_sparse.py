@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sbert.cli.common import non_negative_float, positive_int
+
 if TYPE_CHECKING:
     from sbert.embeddings.search import Hit
 
@@ -39,31 +41,32 @@ def add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--weights",
         nargs=2,
-        type=float,
+        type=non_negative_float,
         metavar=("DENSE", "SPARSE"),
         default=(0.5, 0.5),
-        help="--fusion weighted: the weights of the dense and sparse scores (default 0.5 0.5)",
+        help="--fusion weighted: the weights of the dense and sparse scores, each 0 or more and not both 0 "
+        "(default 0.5 0.5)",
     )
     group.add_argument(
         "--fusion-candidates",
         metavar="N",
-        type=int,
+        type=positive_int,
         default=DEFAULT_FUSION_CANDIDATES,
         help=f"hits taken from each index before fusing (default {DEFAULT_FUSION_CANDIDATES})",
     )
     group.add_argument(
         "--query-cut",
-        type=int,
+        type=positive_int,
         default=None,
-        help="seismic: how many of the query's heaviest dimensions are visited (default: the index's, 10); "
-        "more is more exact and slower",
+        help="seismic: how many of the query's heaviest dimensions are visited, at least 1 (default: the "
+        "index's, 10); more is more exact and slower",
     )
     group.add_argument(
         "--heap-factor",
-        type=float,
+        type=non_negative_float,
         default=None,
-        help="seismic: a block is visited when its summary scores above this × the k-th best so far "
-        "(default: the index's, 0.7); less is more exact and slower",
+        help="seismic: a block is visited when its summary scores above this × the k-th best so far, 0 or "
+        "more (default: the index's, 0.7); less is more exact and slower",
     )
 
 
@@ -74,8 +77,8 @@ def check_sparse_arguments(args: argparse.Namespace) -> None:
         raise ValueError(
             "--rescore-with and --sparse-index cannot be combined: choose a cascade or hybrid search"
         )
-    if args.fusion_candidates < 1:
-        raise ValueError(f"--fusion-candidates must be at least 1, got {args.fusion_candidates}")
+    if not any(args.weights):  # each is a finite number of 0 or more (parsed so)
+        raise ValueError("--weights 0 0: at least one of the two weights must be above 0")
 
 
 def is_sparse(path: str) -> bool:

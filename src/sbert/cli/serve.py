@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sbert.cli.common import DEFAULT_MODEL, add_model_arguments, load_model
+from sbert.cli.common import (
+    DEFAULT_MODEL,
+    add_model_arguments,
+    int_in,
+    load_model,
+    non_negative_float,
+    positive_int,
+)
 from sbert.server.settings import BatchSettings, Limits, ServeOptions, check_served_names, default
 
 API_KEY_ENV = "SBERT_API_KEY"
@@ -42,7 +49,7 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=int_in(0, 65535),
         default=ServeOptions.port,
         help=f"TCP port to listen on (default {ServeOptions.port})",
     )
@@ -78,25 +85,25 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-concurrent-requests",
-        type=int,
+        type=positive_int,
         default=ServeOptions.max_concurrent_requests,
         help="requests in flight before 429 (default %(default)s)",
     )
     parser.add_argument(
         "--max-items",
-        type=int,
+        type=positive_int,
         default=Limits.max_items,
         help="items of one request before 413 (default %(default)s)",
     )
     parser.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=positive_int,
         default=Limits.max_body_bytes,
         help="request body size before 413 (default %(default)s)",
     )
     parser.add_argument(
         "--drain-timeout",
-        type=float,
+        type=non_negative_float,
         default=ServeOptions.drain_timeout,
         help="seconds SIGTERM waits for requests in flight (default %(default)s)",
     )
@@ -105,20 +112,20 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-queued-items",
-        type=int,
+        type=positive_int,
         default=default(BatchSettings, "max_queued_items"),
         help="sentences waiting for the model before 429 (default %(default)s)",
     )
     parser.add_argument(
         "--max-batch-tokens",
-        type=int,
+        type=positive_int,
         default=None,
         help="tokens per batch (default: 8192 padded tokens on a CPU; on a GPU 16384 real tokens, "
         "text-embeddings-inference's max_batch_tokens)",
     )
     parser.add_argument(
         "--max-batch-size",
-        type=int,
+        type=positive_int,
         default=default(BatchSettings, "max_batch_size"),
         help="sentences per forward pass (default %(default)s)",
     )
@@ -130,9 +137,12 @@ def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--batch-wait-ms",
-        type=float,
+        type=non_negative_float,
         default=default(BatchSettings, "batch_wait_ms"),
-        help="under load, how long a batch waits for the clients just answered (default %(default)s; a lone one never waits)",
+        help=(
+            "the most a batch waits under load for the clients just answered (default %(default)s: "
+            "never; the next batch is whatever is queued when the model is free)"
+        ),
     )
 
 
@@ -143,15 +153,6 @@ def run(args: argparse.Namespace) -> int:
         raise ImportError(
             f'{error}; sbert serve needs the serve extra: pip install "sbert[serve]"'
         ) from error
-    for flag in (
-        "max_concurrent_requests",
-        "max_queued_items",
-        "max_batch_tokens",
-        "max_batch_size",
-        "max_items",
-    ):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            raise ValueError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     check_served_names(args.served_model_name)  # before a model is loaded
     from sbert.server.serving_plan import check_device  # sbert.base.batching imports numpy: not for --help
 

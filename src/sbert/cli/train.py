@@ -33,7 +33,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_data_argument, add_progress_arguments
+from sbert.cli.common import (
+    add_data_argument,
+    add_progress_arguments,
+    finite_float,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
 from sbert.encoder.hub import DEFAULT_MODEL
 
 if TYPE_CHECKING:
@@ -97,19 +106,27 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", required=True, help="output directory (becomes a model directory)")
     parser.add_argument("--pooling", choices=POOLING_MODES, default=None, help="override the base's pooling")
     parser.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
-    parser.add_argument("--max-pairs", type=int, default=None, help="train on a random subset of N examples")
     parser.add_argument(
-        "--seed", type=int, default=42, help="seed of shuffling and initialisation (default 42)"
+        "--max-pairs", type=positive_int, default=None, help="train on a random subset of N examples"
     )
-    parser.add_argument("--epochs", type=int, default=None, help="default: the recipe's (nli 1, stsb 4)")
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=42, help="seed of shuffling and initialisation (default 42)"
+    )
+    parser.add_argument(
+        "--epochs", type=positive_int, default=None, help="default: the recipe's (nli 1, stsb 4)"
+    )
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=positive_int,
         default=16,
         help="examples per optimiser step, over all processes (default 16)",
     )
-    parser.add_argument("--lr", type=float, help="peak learning rate (default 2e-5; 0.01 for a static model)")
-    parser.add_argument("--warmup", type=float, default=0.1, help="warm-up share of the steps (default 0.1)")
+    parser.add_argument(
+        "--lr", type=positive_float, help="peak learning rate (default 2e-5; 0.01 for a static model)"
+    )
+    parser.add_argument(
+        "--warmup", type=unit_interval, default=0.1, help="warm-up share of the steps (default 0.1)"
+    )
     parser.add_argument(
         "--bf16",
         action=argparse.BooleanOptionalAction,
@@ -118,9 +135,12 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "scaler on GPUs without it (default: off, exact fp32)",
     )
     parser.add_argument(
-        "--eval-steps", type=int, default=500, help="dev evaluation every N steps, 0: at epoch ends only"
+        "--eval-steps",
+        type=non_negative_int,
+        default=500,
+        help="dev evaluation every N steps, 0: at epoch ends only",
     )
-    parser.add_argument("--checkpoint-steps", type=int, default=500, help="checkpoint every N steps")
+    parser.add_argument("--checkpoint-steps", type=positive_int, default=500, help="checkpoint every N steps")
     parser.add_argument("--resume", action="store_true", help="continue from OUTPUT/checkpoint")
     add_progress_arguments(parser, "on")
     add_data_argument(parser)
@@ -133,13 +153,13 @@ def _add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ddp.add_argument(
         "--rendezvous-timeout",
-        type=float,
+        type=positive_float,
         default=30.0,
         help="seconds to reach the other processes (default 30)",
     )
     ddp.add_argument(
         "--ddp-timeout",
-        type=float,
+        type=positive_float,
         default=1800.0,
         help="seconds a process waits for the others in one step, dev evaluations included (default 1800)",
     )
@@ -168,17 +188,25 @@ def _add_file_arguments(parser: argparse.ArgumentParser) -> None:
         "nfcorpus (downloaded) or stsb-proxy / snli-proxy",
     )
     parser.add_argument(
-        "--score-range", type=float, nargs=2, default=(0.0, 5.0), metavar=("LOW", "HIGH"), help="default 0 5"
+        "--score-range",
+        type=finite_float,
+        nargs=2,
+        default=(0.0, 5.0),
+        metavar=("LOW", "HIGH"),
+        help="default 0 5",
     )
     parser.add_argument("--labels", default=None, help="softmax: comma-separated label set (default: NLI's)")
     parser.add_argument("--distance", choices=TRIPLET_DISTANCES, default="euclidean", help="triplet loss")
-    parser.add_argument("--margin", type=float, default=1.0, help="triplet loss margin")
+    parser.add_argument("--margin", type=non_negative_float, default=1.0, help="triplet loss margin")
     parser.add_argument(
-        "--mini-batch-size", type=int, default=32, help="cached-mnrl: sentences embedded at once (default 32)"
+        "--mini-batch-size",
+        type=positive_int,
+        default=32,
+        help="cached-mnrl: sentences embedded at once (default 32)",
     )
     parser.add_argument(
         "--matryoshka-dims",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=None,
         metavar="D",
@@ -202,7 +230,7 @@ def _add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--document-regularizer-weight",
-        type=float,
+        type=non_negative_float,
         default=3e-5,
         help="FLOPS weight of documents (default 3e-5)",
     )
@@ -214,7 +242,7 @@ def _add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--regularizer-warmup",
-        type=float,
+        type=unit_interval,
         default=1 / 3,
         help="share of the steps over which the FLOPS weights grow quadratically from 0 (default 1/3)",
     )
@@ -227,13 +255,13 @@ def _add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-active-dims",
-        type=int,
+        type=positive_int,
         default=None,
         help="keep each vector's N largest weights (dev and model)",
     )
     parser.add_argument(
         "--static-lr",
-        type=float,
+        type=positive_float,
         default=1e-3,
         help="inference-free models: learning rate of the static query table (default 1e-3)",
     )
@@ -241,7 +269,8 @@ def _add_sparse_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _weight_or_none(text: str) -> float | None:
-    return None if text.lower() == "none" else float(text)
+    """``none``, or a finite weight of 0 or more (argparse names the option on a refusal)."""
+    return None if text.lower() == "none" else non_negative_float(text)
 
 
 def run(args: argparse.Namespace) -> int:

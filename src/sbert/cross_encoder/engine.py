@@ -1,7 +1,8 @@
-"""The cross-encoder on sbert's CPU engines: a BERT classifier split into the parts the runners take.
+"""The cross-encoder on sbert's engine: a BERT classifier split into the parts the runners take.
 
 The runners of :mod:`sbert.inference.runners` compute ``pooling(transformer(token ids))`` on padded
-batches (PyTorch float32 or bf16, OpenVINO) or packed rows (OpenVINO). A BERT sequence classifier is
+batches (PyTorch float32 or bf16, OpenVINO), packed rows (OpenVINO) or, on CUDA, the GPU pipeline's
+unpadded batches (:mod:`sbert.inference.cuda.pipeline`, fp16 by default). A BERT sequence classifier is
 that with ``[CLS] → pooler → classifier`` as its pooling (:class:`PairHead`), so the bi-encoder's
 plans, runners, compiled graphs and their probes serve it unchanged. Only one thing does not fit:
 runners carry token ids alone, and a pair needs its segment ids (0 for the first sentence, 1 for the
@@ -19,6 +20,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from sbert.inference.runners import ModeOfModel
 from sbert.modules import Tokenized, Transformer
 
 
@@ -65,12 +67,14 @@ def pair_ids(tokenized: TokenizedPairs, vocab_size: int) -> list[list[int]]:
     ]
 
 
-class PairModel(nn.Module):
+class PairModel(ModeOfModel, nn.Module):  # type: ignore[misc]
     """A BERT that takes :func:`pair_ids`: it splits each id into token and segment, then runs.
 
     It holds the classifier's head too, unused here, so that the runners' weight fingerprint
     (``parameter_version``) sees a trained head and compiles again.
     """
+
+    mode_of = "bert"  # its mode is the BERT's (ModeOfModel)
 
     def __init__(self, bert: Any, head: nn.Module) -> None:  # a transformers BertModel
         super().__init__()
@@ -132,11 +136,12 @@ class PairEmbeddings:
         return nn.Embedding.from_pretrained(table, freeze=True)
 
 
-class PairHead(nn.Module):
+class PairHead(ModeOfModel, nn.Module):  # type: ignore[misc]
     """BERT's classifier after the encoder, in the place of a bi-encoder's pooling: the first
     token (``[CLS]``) → pooler (dense, tanh) → dropout → linear, giving (batch, num_labels) logits."""
 
     include_prompt = True  # the plans ask pooling this
+    mode_of = "classifier"  # its mode is the classifier's (ModeOfModel)
 
     def __init__(self, pooler: nn.Module, dropout: nn.Module, classifier: nn.Linear) -> None:
         super().__init__()
@@ -150,7 +155,7 @@ class PairHead(nn.Module):
 LONE_TEXT_PARTNER = "A second sentence."
 
 
-class PairTransformer(Transformer):
+class PairTransformer(ModeOfModel, Transformer):  # type: ignore[misc]
     """The runners' input module for a cross-encoder: pairs in, token vectors of :class:`PairModel` out.
 
     ``tokenize`` also takes lone texts (the engines' probe and calibration sentences), read as the

@@ -10,7 +10,6 @@ limit in ``tokenizer_config.json``'s ``model_max_length``.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,9 +25,11 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from sbert.base import json_text
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
 from sbert.model.by_name import ST_BACKENDS
+from sbert.modules.checks import check_loading_info
 from sbert.modules.transformer import load_fast_tokenizer, quiet_transformers
 
 logger = logging.getLogger("sbert")
@@ -122,24 +123,77 @@ def load_folder(path: Path, num_labels: int | None, label_names: Sequence[str] |
     if num_labels is not None and num_labels < 1:
         raise ValueError(f"num_labels must be at least 1, got {num_labels}")
     # A saved cross-encoder keeps its head; a plain encoder's config.num_labels is only a default.
-    classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
-    saved_labels = int(config.num_labels) if settings or classifier else None
+    head = has_head(settings, architectures)
+    saved_labels = int(config.num_labels) if head else None
     labels = num_labels or saved_labels or 1
-    if saved_labels is not None and labels != saved_labels:
-        logger.warning(
-            "%s: the saved head has %d outputs; starting a new %d-output head", path, saved_labels, labels
+    if saved_labels is not None and labels != saved_labels:  # sentence-transformers refuses it too
+        raise ModelLoadError(
+            f"{path / 'config.json'}: the saved head has {saved_labels} outputs, and num_labels={labels} "
+            f"asks for another head; leave num_labels out (or give {saved_labels}) to load the trained one"
         )
     _name_labels(config, labels, label_names)
     try:
-        with quiet_transformers():
-            model = AutoModelForSequenceClassification.from_pretrained(
-                path, config=config, use_safetensors=True, ignore_mismatched_sizes=True
+        with quiet_transformers():  # its load report is silenced: check_head names what is new
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                path,
+                config=config,
+                use_safetensors=True,
+                ignore_mismatched_sizes=True,
+                output_loading_info=True,
             )
     except Exception as error:
         raise ModelLoadError(f"{path / 'model.safetensors'}: cannot be loaded: {error}") from error
+    check_head(path / "model.safetensors", model, info, head)
     activation = saved_activation(root, path, config, settings) if labels == saved_labels else None
     tokenizer = load_fast_tokenizer(path)
     return Loaded(model, tokenizer, settings.get("max_seq_length"), activation, settings)
+
+
+def has_head(settings: dict[str, Any], architectures: Sequence[str]) -> bool:
+    """Whether a folder holds a trained cross-encoder head: sbert's settings, or a
+    ``*ForSequenceClassification`` architecture in ``config.json`` (else a new head starts random)."""
+    return bool(settings) or any(str(name).endswith("ForSequenceClassification") for name in architectures)
+
+
+def folder_has_head(path: Path) -> bool:
+    """:func:`has_head` of a folder (a missing or unreadable ``config.json``: ``False``)."""
+    config = read_json(path / "config.json", or_none=True)
+    architectures = config.get("architectures") if isinstance(config, dict) else None
+    return has_head(read_json(path / CONFIG_FILE, or_none=True) or {}, architectures or [])
+
+
+def check_head(weights: Path, model: PreTrainedModel, info: dict[str, Any], saved: bool) -> None:
+    """Refuse an encoder whose weights are missing or of another shape; name the new head's weights.
+
+    The head is what is outside the encoder (``classifier``...) plus the pooler, which a BERT
+    classifier reads: a folder without one (a ``BertForMaskedLM`` or ``BertModel``) gets a new one,
+    random, as in sentence-transformers, with a warning naming it; a saved cross-encoder must hold
+    its own.
+
+    Raises:
+        ModelLoadError: encoder weights missing or of another shape (named), or a saved head missing.
+    """
+    prefix = model.base_model_prefix
+    missing = sorted(info.get("missing_keys", ()))
+    new = [
+        name for name in missing if not name.startswith(f"{prefix}.") or name.startswith(f"{prefix}.pooler.")
+    ]
+    check_loading_info(weights, {**info, "missing_keys": [name for name in missing if name not in new]})
+    if not new:
+        return
+    shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+    if saved:
+        raise ModelLoadError(
+            f"{weights}: saved as a cross-encoder, but its head is not in the file ({shown}); "
+            "transformers would fill it with random numbers"
+        )
+    logger.warning(
+        "%s: no sequence-classification head in the folder: a new %d-output head (%s) starts from random "
+        "weights; its scores mean nothing until it is trained",
+        weights.parent,
+        model.config.num_labels,
+        shown,
+    )
 
 
 def _name_labels(config: Any, labels: int, label_names: Sequence[str] | None) -> None:
@@ -191,10 +245,10 @@ def save_folder(
     if tokenizer_config.is_file():
         values = read_json(tokenizer_config)
         values["model_max_length"] = settings["max_seq_length"]
-        tokenizer_config.write_text(json.dumps(values, indent=2) + "\n", encoding="utf-8")
+        tokenizer_config.write_text(json_text.dumps(values, indent=2) + "\n", encoding="utf-8")
     short = {value: key for key, value in _SHORT_NAMES.items()}
     settings = {**settings, "activation": short.get(path, path)}
-    (staging / CONFIG_FILE).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+    (staging / CONFIG_FILE).write_text(json_text.dumps(settings, indent=2) + "\n", encoding="utf-8")
 
 
 def _transformer_folder(path: Path) -> Path:

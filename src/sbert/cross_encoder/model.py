@@ -17,6 +17,7 @@ from sbert._version import __version__
 from sbert.base.batching import length_sorted_batches
 from sbert.base.files import replace_dir, staging_dir
 from sbert.base.inputs import check_max_seq_length
+from sbert.base.modes import in_eval_mode
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
 from sbert.cross_encoder.engine import EngineParts, TokenizedPairs, engine_parts, pair_ids, tokenize_pairs
 from sbert.cross_encoder.loading import (
@@ -73,8 +74,9 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
             sentence-transformers' default: a sigmoid for one label, the logits for k).
         device: ``"cpu"``, ``"cuda"``, ...; default CUDA when available, else CPU.
         label_names: Names of the k classes (default ``LABEL_0``, ...).
-        precision: The compute precision on the CPU, as for ``SentenceEncoder.from_pretrained``:
-            ``"auto"`` (bf16 where the CPU has it natively, else float32), ``"float32"`` (exact), ...
+        precision: The compute precision, as for ``SentenceEncoder.from_pretrained``: ``"auto"``
+            (bf16 where the CPU has it natively, float16 on a CUDA GPU with tensor cores, else
+            float32), ``"float32"`` (exact), ...
         backend: ``"auto"`` (OpenVINO on the CPU when installed), ``"torch"`` or ``"openvino"``.
 
     Examples:
@@ -269,6 +271,7 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
         inputs = {key: value.to(self.device) for key, value in features.items() if key in _MODEL_INPUTS}
         return self.model(**inputs, return_dict=True).logits
 
+    @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def logits(
         self,
         pairs: Sequence[tuple[str, str]],
@@ -277,7 +280,8 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
         pack: bool = False,
     ) -> Tensor:
         """Raw scores (n, num_labels), float32 on the CPU, in input order, computed as :attr:`plan`
-        says on the CPU (the bi-encoder's engines) and by PyTorch float32 elsewhere.
+        says (the bi-encoder's runners: on CUDA its GPU pipeline); a classifier the runners do not
+        split (:func:`~sbert.cross_encoder.engine.engine_parts`) runs as one PyTorch module in float32.
 
         Pairs are sorted by token length and padded per batch (or packed into rows where
         ``pack=True`` and the plan packs), as in ``SentenceEncoder.encode``.
@@ -292,7 +296,7 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
             show_progress_bar = len(pairs) >= PROGRESS_BAR_MIN_SENTENCES
         bar = tqdm(total=len(pairs), desc="Scoring pairs", unit="pair", disable=not show_progress_bar)
         try:
-            if self._engine is not None and self.device.type == "cpu":
+            if self._engine is not None:
                 _, runner = self._runner(self.plan, pack)
                 ids = pair_ids(tokenized, self._engine.parts.transformer.vocab_size)
                 return runner.run(ids, RunOptions(batch_size=batch_size, pack=pack), bar.update)

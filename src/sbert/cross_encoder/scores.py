@@ -3,12 +3,14 @@ one pair, the activation, and the shape and type of what comes back."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from sbert.base.empty import empty_answer
 
 Pair = tuple[str, str]
 
@@ -30,6 +32,10 @@ def as_pairs(inputs: Any) -> tuple[list[Pair], bool]:
         inputs = inputs.tolist()
     if isinstance(inputs, str):
         raise TypeError(f"predict takes (str, str) pairs or a list of them, not the string {inputs!r:.80}")
+    if not isinstance(inputs, Iterable):
+        raise TypeError(
+            f"inputs must be a (str, str) pair or a list of such pairs, got {type(inputs).__name__} {inputs!r:.80}"
+        )
     items = list(inputs)
     single = isinstance(inputs, (list, tuple)) and bool(items) and not isinstance(items[0], (list, tuple))
     if single:
@@ -59,6 +65,8 @@ def converted(
 ) -> Any:
     """``predict``'s answer: a tensor (on the model's device), a numpy array or a list of tensors;
     for a single pair, its own score (or row of label scores)."""
+    if not single and len(scores) == 0:  # sentence-transformers' (0,), not (0, num_labels)
+        return empty_answer(convert_to_tensor, convert_to_numpy, device=device)
     out: Any
     if convert_to_tensor:
         out = scores.to(device)

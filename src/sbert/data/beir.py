@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sbert.data.errors import BadLines
+from sbert.base import json_text
+from sbert.data.errors import BadLines, utf8_lines
 from sbert.data.paths import MissingDataError, missing_data_message, resolve_data_dir
 from sbert.data.readers import read_snli_senteval, read_stsb
 from sbert.data.records import ScoredPair
@@ -190,8 +191,8 @@ def _read_jsonl(
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)")
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as lines, BadLines(path, skip_bad_lines) as bad:
-        for number, line in enumerate(lines, start=1):
+    with BadLines(path, skip_bad_lines) as bad:
+        for number, line in utf8_lines(path, bad):
             if not line.strip():
                 continue
             try:
@@ -219,8 +220,8 @@ def _read_qrels(
     if not path.is_file():
         raise FileNotFoundError(f"{path}: missing (the relevance judgements of that split)")
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as lines, BadLines(path, skip_bad_lines) as bad:
-        for number, line in enumerate(lines, start=1):
+    with BadLines(path, skip_bad_lines) as bad:
+        for number, line in utf8_lines(path, bad):
             fields = line.rstrip("\n").split("\t")
             if number == 1 and not fields[-1].lstrip("-").isdigit():
                 continue  # the header
@@ -242,4 +243,4 @@ def _read_qrels(
 def _write_jsonl(path: Path, records: Iterator[dict[str, str]]) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.write(json_text.dumps(record, ensure_ascii=False) + "\n")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+from sbert.data.errors import BadLines, utf8_lines
 from sbert.data.readers import DataFormatError, read_snli_senteval
 from sbert.data.records import NLI_LABELS, LabeledPair, Triplet
-
-logger = logging.getLogger("sbert")
 
 # Pairs whose annotators did not agree carry the gold label "-"; the paper (as everyone) drops them.
 NO_CONSENSUS = "-"
@@ -41,22 +39,17 @@ def read_nli_jsonl(path: str | Path, skip_bad_lines: bool = False) -> list[Label
     """
     path = Path(path)
     pairs: list[LabeledPair] = []
-    skipped = 0
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
+    with BadLines(path, skip_bad_lines) as bad:
+        for number, line in utf8_lines(path, bad):  # a line that is not UTF-8 is a bad line too
             if not line.strip():
                 continue
             try:
                 pair = _nli_pair(line, path, number)
-            except DataFormatError:
-                if not skip_bad_lines:
-                    raise
-                skipped += 1
+            except DataFormatError as error:
+                bad.found(number, error.problem)
                 continue
             if pair is not None:
                 pairs.append(pair)
-    if skipped:
-        logger.warning("%s: skipped %d malformed lines", path, skipped)
     if not pairs:
         raise DataFormatError(path, 1, "no labelled pairs in the file")
     return pairs

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sbert.data.errors import BadLines, DataFormatError
+from sbert.data.errors import BadLines, DataFormatError, utf8_lines
 from sbert.data.paths import dataset_file
 from sbert.data.records import NLI_LABELS, LabeledPair, ScoredPair
 
@@ -46,8 +46,8 @@ def read_stsb(
         raise ValueError(f"unknown STSb split {split!r}; choose one of {', '.join(STSB_SPLITS)}")
     path = dataset_file(data_dir, f"stsb/original/{STSB_SPLITS[split]}", f"STSb {split}")
     pairs = []
-    with path.open(encoding="utf-8") as lines, BadLines(path, skip_bad_lines) as bad:
-        for number, line in enumerate(lines, start=1):
+    with BadLines(path, skip_bad_lines) as bad:
+        for number, line in utf8_lines(path, bad):
             fields = line.rstrip("\n").split("\t")
             if len(fields) < 7:
                 bad.found(number, f"expected at least 7 tab-separated fields, got {len(fields)}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from sbert.data.errors import BadLines, DataFormatError
+from sbert.data.errors import BadLines, DataFormatError, decode_line
 
 TEXT_FORMATS = ("auto", "txt", "jsonl", "csv", "tsv", "parquet")
 STDIN = "-"
@@ -136,10 +136,9 @@ def _decoded_lines(stream: IO[Any], bad: BadLines) -> Iterator[tuple[int, str]]:
         if isinstance(raw, str):  # a text stream (a replaced sys.stdin): already decoded
             yield number, raw
             continue
-        try:
-            yield number, raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            bad.found(number, f"not valid UTF-8 (byte 0x{raw[error.start]:02x} at column {error.start + 1})")
+        line = decode_line(raw, number, bad)
+        if line is not None:
+            yield number, line
 
 
 def _split_lines(stream: Any) -> Iterable[bytes | str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from sbert.base import json_text
 from sbert.base.options import TRAINING_FORMATS
 from sbert.data.readers import DataFormatError
 from sbert.data.records import LabeledPair, NegativesTuple, ScoredPair, Triplet
@@ -257,7 +258,7 @@ def write_training_file(
     path = Path(path)
     fmt = _format(path, fmt)
     if fmt == "jsonl":
-        lines = [json.dumps(dict(zip(header, row)), ensure_ascii=False) + "\n" for row in rows]
+        lines = [json_text.dumps(dict(zip(header, row)), ensure_ascii=False) + "\n" for row in rows]
         write_text_atomic(path, "".join(lines))
         return
     if fmt == "tsv":
@@ -294,6 +295,7 @@ def _read(
     skipped = 0
     for number, row in _rows(path, _format(path, fmt)):
         try:
+            check_utf8(row)  # a line of other bytes is a bad line too: skipped with the others
             records.append(build(row))
         except ValueError as error:
             if not skip_bad_lines:
@@ -332,33 +334,40 @@ def _format(path: Path, fmt: str) -> str:
 
 
 def _rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, row as a dict) for every non-blank row.
+    """(line number, row as a dict) for every non-blank row; bytes that are not UTF-8 are left as
+    surrogate escapes for :func:`check_utf8` (a bad line, skipped with ``skip_bad_lines``).
 
     Raises:
-        DataFormatError: a malformed row, or bytes that are not UTF-8 (naming the line and column).
+        DataFormatError: a malformed row (naming the line).
     """
-    try:
-        yield from _decoded_rows(path, fmt)
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
+    yield from _decoded_rows(path, fmt)
 
 
-def _not_utf8(path: Path) -> DataFormatError:
-    """The error for the first line of ``path`` that is not valid UTF-8."""
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as error:
-                bad = line[error.start : error.end].hex(" ")
-                return DataFormatError(
-                    path, number, f"not valid UTF-8 (bytes {bad} at byte {error.start + 1} of the line)"
-                )
-    return DataFormatError(path, 1, "not valid UTF-8")
+def check_utf8(row: Any) -> None:
+    """Raise ``ValueError`` naming the bytes where a text of ``row`` (its keys, values, lists) was
+    not UTF-8 (read with ``errors="surrogateescape"``).
+
+    Examples:
+        >>> check_utf8({"sentence1": "Caf" + b"\\xe9".decode("utf-8", "surrogateescape")})
+        Traceback (most recent call last):
+        ...
+        ValueError: not valid UTF-8 (bytes e9 in 'Caf\\udce9')
+    """
+    texts = [*row.keys(), *row.values()] if isinstance(row, dict) else row if isinstance(row, list) else [row]
+    for text in texts:
+        if isinstance(text, (dict, list)):
+            check_utf8(text)
+        elif isinstance(text, str) and (escaped := _ESCAPED.search(text)):
+            raw = escaped.group().encode("utf-8", "surrogateescape").hex(" ")
+            raise ValueError(f"not valid UTF-8 (bytes {raw} in {text!r:.60})")
+
+
+_ESCAPED = re.compile("[\udc80-\udcff]+")  # undecodable bytes under errors="surrogateescape"
 
 
 def _decoded_rows(path: Path, fmt: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8", newline="") as handle:
+    # Bytes that are not UTF-8 come through as surrogate escapes: check_utf8 judges their row alone.
+    with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
         if fmt == "jsonl":
             for number, line in enumerate(handle, start=1):
                 if not line.strip():

@@ -9,8 +9,8 @@ tokenizer, the padding id, whether a Normalize layer follows). A later command f
 (:func:`encode`) and runs the same checksum-verified graph, compiled with the same settings, on the
 same batches: the same vectors, without transformers' model classes.
 
-The entry's key is the SHA-256 of every file in the model folder (0.14 s for all-MiniLM-L6-v2's
-90 MB; a size and mtime could miss a weight file rewritten in place), the request (precision,
+The entry's key is the SHA-256 of every file in the model folder, symbolic links followed (0.14 s
+for all-MiniLM-L6-v2's 90 MB; a size and mtime could miss a weight file rewritten in place), the request (precision,
 backend, device, batch size, token cap), the CPU's capabilities, the thread count and the library
 versions. Any change gives another key, so a stale entry is never found: the full path runs and
 records a new one. The probe of the graph against PyTorch is not run again: the entry is written
@@ -21,8 +21,9 @@ are normalized by the very function the full path uses, so they are identical, n
 
 Only what the full path would do identically is taken: a local model with a transformer, its pooling
 and at most a Normalize layer, no prompt, float32 or bf16 on OpenVINO, on the CPU, without a
-progress bar. Anything else, or any doubt (an entry unreadable, the graph gone or altered, a
-vector not finite), runs the full path. ``SBERT_CACHE_DIR=off`` turns this off with the graph cache.
+progress bar. Anything else, or any doubt (an entry unreadable or not matching the SHA-256 written
+with it, the graph gone or altered, a vector not finite), runs the full path, which writes the entry
+again. ``SBERT_CACHE_DIR=off`` turns this off with the graph cache.
 Entries lie in the cache's ``openvino-by-files/`` folder, the :data:`MAX_ENTRIES` most recent kept.
 """
 
@@ -54,7 +55,7 @@ MAX_ENTRIES = 32
 # Hashing runs at about 0.65 GB/s here; past this a cold start gains less than the hash costs.
 MAX_HASHED_BYTES = 1 << 30
 _PRECISIONS = ("float32", "bfloat16")  # the plain graph's; calibrated ones are not entered
-_FORMAT = 1
+_FORMAT = 2  # 2: entries carry their SHA-256
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,14 @@ class ColdRequest:
 
 
 def files_digest(folder: Path) -> str | None:
-    """SHA-256 of every file's relative path and bytes under ``folder``; ``None`` when they are
-    more than :data:`MAX_HASHED_BYTES` or cannot be read."""
+    """SHA-256 of every file's relative path and bytes under ``folder``, symbolic links followed
+    (a ``1_Pooling/`` linked from elsewhere is part of the model); ``None`` when they are more than
+    :data:`MAX_HASHED_BYTES`, cannot be read, or a link leads to a folder met before (a cycle)."""
     digest = hashlib.sha256()
     try:
-        files = sorted(Path(root, name) for root, _, names in os.walk(folder) for name in names)
+        files = _files_following_links(folder)
+        if files is None:
+            return None
         if sum(path.stat().st_size for path in files) > MAX_HASHED_BYTES:
             return None
         for path in files:
@@ -86,6 +90,24 @@ def files_digest(folder: Path) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()
+
+
+def _files_following_links(folder: Path) -> list[Path] | None:
+    """Every file under ``folder``, sorted, linked folders walked into; ``None`` when a folder is
+    reached twice (a link cycle, or one folder linked twice: no shortcut where that is unclear)."""
+    seen: set[str] = set()
+    files: list[Path] = []
+    for root, _, names in os.walk(folder, onerror=_raise, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            return None
+        seen.add(real)
+        files.extend(Path(root, name) for name in names)
+    return sorted(files)
+
+
+def _raise(error: OSError) -> None:
+    raise error  # an unreadable sub-folder: no digest, rather than one that leaves it out
 
 
 def _entry_path(request: ColdRequest, threads: int, existing: bool = False) -> Path | None:
@@ -126,7 +148,7 @@ def record(model: SentenceEncoder, request: ColdRequest) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = path.with_name(f".{path.name}.{os.getpid()}")
-        staging.write_text(json.dumps(entry), encoding="utf-8")
+        staging.write_text(json.dumps(_sealed(entry)), encoding="utf-8")
         os.replace(staging, path)  # readers see a whole entry or none
         entries = sorted(path.parent.glob("*.json"), key=os.path.getmtime)
         for old in entries[:-MAX_ENTRIES]:
@@ -170,7 +192,6 @@ def _entry_of(model: SentenceEncoder, request: ColdRequest) -> dict[str, Any] | 
         "native_bf16": engine.native_bf16,
         "tokenizer": batch_tokenizer.backend.to_str(),
         "split_special_tokens": bool(batch_tokenizer.backend.encode_special_tokens),
-        "do_lower_case": transformer.do_lower_case,
         "max_seq_length": transformer.max_seq_length,
         "pad_token_id": transformer.tokenizer.pad_token_id or 0,
         "normalize": len(model.layers) == 1,
@@ -187,16 +208,39 @@ def encode(request: ColdRequest, texts: Sequence[str]) -> torch.Tensor | None:
         return None  # the full path would run on the GPU
     path = _entry_path(request, torch.get_num_threads(), existing=True)
     try:
-        entry = None if path is None else json.loads(path.read_text(encoding="utf-8"))
+        stored = None if path is None else json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(entry, dict):
+    entry = _unsealed(stored)
+    if entry is None:  # altered since written: the full path runs and writes it again
+        logger.debug("cold-start entry %s does not match its SHA-256: not used", path)
         return None
     try:
         return _run_entry(entry, request, texts, torch.get_num_threads())
     except Exception as error:  # any doubt: the full path, which reports real errors itself
         logger.debug("cold start not taken (%s: %s)", type(error).__name__, error)
         return None
+
+
+def _sealed(entry: dict[str, Any]) -> dict[str, Any]:
+    """``entry`` with the SHA-256 of its canonical JSON: the tokenizer copy it holds is checked
+    before use, as the graph's files are (one flipped bit in it can still be valid JSON)."""
+    return {"entry": entry, "sha256": _sha256(json.dumps(entry, sort_keys=True))}
+
+
+def _unsealed(stored: Any) -> dict[str, Any] | None:
+    """The entry :func:`_sealed` wrapped, or ``None`` when it is not that or its SHA-256 differs.
+
+    Examples:
+        >>> _unsealed(_sealed({"dim": 8}))
+        {'dim': 8}
+        >>> _unsealed({"entry": {"dim": 9}, "sha256": _sealed({"dim": 8})["sha256"]}) is None
+        True
+    """
+    if not isinstance(stored, dict) or not isinstance(stored.get("entry"), dict):
+        return None
+    entry: dict[str, Any] = stored["entry"]
+    return entry if stored.get("sha256") == _sha256(json.dumps(entry, sort_keys=True)) else None
 
 
 def _run_entry(
@@ -245,7 +289,7 @@ def _token_ids(tokenizer: Any, entry: dict[str, Any], texts: Sequence[str]) -> t
     from sbert.base.inputs import valid_utf8
 
     tokenizer.encode_special_tokens = bool(entry["split_special_tokens"])
-    texts = [text.lower() for text in texts] if entry["do_lower_case"] else list(texts)
+    texts = list(texts)  # do_lower_case: the copy's own normalizer lowers, as the model's does
     encode_batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
     try:
         encodings = encode_batch(texts, add_special_tokens=True)

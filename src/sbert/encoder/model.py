@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.inputs import check_max_seq_length
+from sbert.base.modes import in_eval_mode
 from sbert.encoder.format import read_model
 from sbert.encoder.output import EncodeOutput, token_embeddings
 from sbert.encoder.st_surface import SentenceTransformerMethods
@@ -223,6 +224,7 @@ class SentenceEncoder(
             embeddings = self.pooling(token_embeddings, features["attention_mask"], prompt_length(features))
         return self.after_pooling(embeddings, normalize)  # (batch, dim)
 
+    @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def encode(
         self,
         sentences: str | Iterable[str],

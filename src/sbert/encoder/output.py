@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import length_sorted_batches
+from sbert.base.empty import empty_answer
 from sbert.base.inputs import check_count
 from sbert.base.options import PRECISIONS
 
@@ -102,6 +103,8 @@ class EncodeOutput:
 
     def finish(self, embeddings: Tensor, single: bool) -> np.ndarray | Tensor | list[Tensor]:
         """The output of float32 sentence vectors (n, dim) on the CPU; ``single``: of one sentence."""
+        if not single and len(embeddings) == 0:  # sentence-transformers' (0,), not (0, dim)
+            return empty_answer(self.convert_to_tensor, self.convert_to_numpy)
         if self.truncate_dim is not None:
             embeddings = embeddings[:, : self.truncate_dim]  # (n, truncate_dim), as ST: no rescaling
         if self.normalize:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from torch import Tensor
 
+from sbert.base import json_text
 from sbert.base.options import METRICS, choice
 
 ArrayLike = Tensor | np.ndarray
@@ -87,4 +88,4 @@ class SentenceTransformerMethods:
             return
         config = json.loads(config_file.read_text(encoding="utf-8"))
         config["similarity_fn_name"] = self._similarity_fn_name
-        config_file.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        config_file.write_text(json_text.dumps(config, indent=2) + "\n", encoding="utf-8")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sbert.base import json_text
 from sbert.base.contracts import Encoder
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
@@ -172,7 +173,7 @@ def write_texts(staging: Path, ids: np.ndarray, texts: list[str | None] | None) 
         return
     with (staging / CORPUS_FILE).open("w", encoding="utf-8") as handle:
         for corpus_id, text in zip(np.asarray(ids).tolist(), texts):
-            handle.write(json.dumps({"id": corpus_id, "text": text}, ensure_ascii=False) + "\n")
+            handle.write(json_text.dumps({"id": corpus_id, "text": text}, ensure_ascii=False) + "\n")
 
 
 def commit(staging: Path, path: Path, faiss_index: Any, fields: dict[str, Any]) -> None:
@@ -213,7 +214,7 @@ def commit(staging: Path, path: Path, faiss_index: Any, fields: dict[str, Any]) 
             if (staging / name).is_file()
         },
     }
-    (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (staging / MANIFEST_FILE).write_text(json_text.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     replace_dir(staging, path)
 
 

@@ -17,6 +17,7 @@ the second, as sentence-transformers' evaluator sorts them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,8 +78,8 @@ def weighted_fusion(
     weights = [1.0 / len(rankings)] * len(rankings) if weights is None else list(weights)
     if len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights given for {len(rankings)} result lists")
-    if any(weight < 0 for weight in weights):
-        raise ValueError(f"fusion weights must be 0 or more, got {weights}")
+    if not all(math.isfinite(weight) and weight >= 0 for weight in weights) or not any(weights):
+        raise ValueError(f"fusion weights must be finite, 0 or more and not all 0, got {weights}")
     fused: dict[int, float] = {}
     for weight, hits in zip(weights, rankings, strict=True):
         for hit in min_max(hits):

@@ -13,6 +13,8 @@ a document with no active dimension is not added (it cannot score above 0).
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import sys
 from collections.abc import Iterator
@@ -93,6 +95,31 @@ def build(matrix: scipy.sparse.csr_matrix, params: dict[str, Any]) -> Any:
     settings = {key: value for key, value in params.items() if key in BUILD_DEFAULTS}
     with _progress_to_stderr():
         return seismic.SeismicIndex.build_from_dataset(dataset, **settings)
+
+
+def checked_search_settings(query_cut: int | None, heap_factor: float | None) -> dict[str, Any]:
+    """The search settings given (``None``: the index's), each checked: Seismic takes a negative
+    ``query_cut`` as a huge unsigned one (an OverflowError) and a NaN ``heap_factor`` silently.
+
+    Examples:
+        >>> checked_search_settings(5, 0.0)
+        {'query_cut': 5, 'heap_factor': 0.0}
+        >>> checked_search_settings(0, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: query_cut must be a whole number of at least 1, got 0
+    """
+    settings: dict[str, Any] = {}
+    if query_cut is not None:
+        if isinstance(query_cut, bool) or not isinstance(query_cut, numbers.Integral) or query_cut < 1:
+            raise ValueError(f"query_cut must be a whole number of at least 1, got {query_cut!r}")
+        settings["query_cut"] = int(query_cut)
+    if heap_factor is not None:
+        real = isinstance(heap_factor, numbers.Real) and not isinstance(heap_factor, bool)
+        if not real or not math.isfinite(heap_factor) or heap_factor < 0:
+            raise ValueError(f"heap_factor must be a finite number of at least 0, got {heap_factor!r}")
+        settings["heap_factor"] = float(heap_factor)
+    return settings
 
 
 def search(

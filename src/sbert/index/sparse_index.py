@@ -15,7 +15,6 @@ or new index; a model other than the one that made the vectors is refused on loa
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
+from sbert.base import json_text
 from sbert.base.contracts import Encoder
 from sbert.base.files import replace_dir, staging_dir
 from sbert.base.outputs import claiming
@@ -162,7 +162,8 @@ class SparseIndex:
             )
         if self.kind == "seismic" and not exact:
             settings = dict(self.params)
-            settings.update({k: v for k, v in (("query_cut", query_cut), ("heap_factor", heap_factor)) if v})
+            overrides = seismic.checked_search_settings(query_cut, heap_factor)
+            settings.update(overrides)
             rows = seismic.search(self.engine, queries, top_k, settings)
         else:
             rows = self._exact(queries, top_k)
@@ -233,7 +234,7 @@ class SparseIndex:
                     if (staging / name).is_file()
                 },
             }
-            (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            (staging / MANIFEST_FILE).write_text(json_text.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             replace_dir(staging, path)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

@@ -73,7 +73,7 @@ class PackedTransformer(nn.Module):
     gathered into a padded block and pooled by the encoder's own pooling, inside the graph.
     """
 
-    def __init__(self, model: nn.Module, pooling: Pooling) -> None:
+    def __init__(self, model: nn.Module, pooling: Pooling | nn.Module) -> None:
         super().__init__()
         self.model = model
         self.pooling = pooling

@@ -48,6 +48,8 @@ class Planning:
         pooling: Token vectors → sentence vector (a static table pools by itself).
         layers: The layers after pooling (the model's own list: a layer added later is run too).
         name: The model's name, for messages.
+        fixed: Plan float32 on PyTorch whatever is asked (the exact path of a stack no runner
+            serves); a static token table is always so.
 
     Examples:
         >>> from sbert import SentenceEncoder
@@ -63,8 +65,10 @@ class Planning:
         pooling: Pooling,
         layers: Iterable[nn.Module],
         name: str = "unnamed",
+        fixed: bool = False,
     ) -> None:
         self.name = name
+        self.fixed = fixed
         self.input_module, self.pooling, self.layers = input_module, pooling, layers
         self.runners = Runners(input_module, pooling, layers)  # and what they keep
         # The plans are made for this CPU's capabilities; tests simulate others.
@@ -162,9 +166,9 @@ class Planning:
             self.requested_backend if backend is None else check_backend(backend),
             packs_at=self._packs_at(),
             openvino_refusal=None
-            if self.pooling.include_prompt
+            if getattr(self.pooling, "include_prompt", True)
             else f"{self.name}: its pooling leaves the prompt out (include_prompt false), which OpenVINO does not run",
-            fixed=self.is_static,
+            fixed=self.fixed or self.is_static,
             failures=tuple(self._failures),
         )
         device = self.device

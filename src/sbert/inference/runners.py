@@ -66,6 +66,23 @@ def evaluating(modules: Sequence[nn.Module]) -> Iterator[None]:
             module.train(mode)
 
 
+class ModeOfModel:
+    """For a wrapper the runners take in a model's place (a SPLADE body, a cross-encoder's pair
+    transformer and head): its mode is its child's named :attr:`mode_of` (``model``), never its
+    own. A wrapper left "training" by its constructor would make :func:`evaluating` put the model
+    back in training mode (dropout on) after every run; ``train(mode)`` still sets the child's."""
+
+    mode_of = "model"
+
+    @property
+    def training(self) -> bool:
+        return bool(getattr(self, self.mode_of).training)
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        pass  # the model's own mode counts
+
+
 def on_cuda(device: str) -> bool:
     """Whether a plan's device (``plan.device``) is a CUDA device, where ``encode()`` runs the GPU pipeline."""
     return torch.device(device).type == "cuda"
@@ -203,13 +220,19 @@ class Runners:
         if plan.backend == ComputeBackend.TORCH:
             device = torch.device(plan.device)
             forward = self._torch_forward(plan.precision, module, device)
-            return TorchRunner(module, self.pooling, self.layers, forward, device)
+            return TorchRunner(module, self.head(plan.precision), self.layers, forward, device)
         engine = self._openvino(plan, name, calibration, module)
         packed = pack and plan.packs
         if packed and (failure := engine.packed_failure()):
             warn_once(f"{name}: {failure}; padded batches run instead")
             packed = False
         return OpenVinoRunner(engine, self.layers, packed)
+
+    def head(self, precision: str) -> Pooling:
+        """What runs after the body at ``precision``: the pooling, or a head that computes at a
+        precision of its own (``at_precision``: a SPLADE head's decoder), the plan's."""
+        at_precision = getattr(self.pooling, "at_precision", None)
+        return self.pooling if at_precision is None else at_precision(precision)  # type: ignore[no-any-return]
 
     def _cuda_pipeline(self, precision: str, transformer: Transformer) -> CudaPipeline:
         """The GPU pipeline (:mod:`sbert.inference.cuda.pipeline`) for ``precision``, built again
@@ -222,7 +245,7 @@ class Runners:
             layers = self.layers
             pipeline = CudaPipeline(
                 transformer,
-                self.pooling,
+                self.head(precision),
                 lambda pooled: after_pooling(layers, pooled),
                 DTYPES[precision],
                 self.pipeline_options,
@@ -233,7 +256,7 @@ class Runners:
     def _torch_forward(self, precision: str, transformer: Transformer, device: torch.device) -> Forward:
         """bf16 on CPU runs FastBert (weights converted once; 1.7-2× faster than autocast on the
         measured CPU); other models and CUDA use autocast around the float32 module."""
-        pooling = self.pooling
+        pooling = self.head(precision)
 
         def float32(features: dict[str, Tensor], prompt_length: int) -> Tensor:
             token_embeddings = transformer(features)  # (batch, seq, hidden)
@@ -277,7 +300,7 @@ class Runners:
         try:
             engine = OpenVinoEngine(
                 transformer,
-                self.pooling,
+                self.head(plan.precision),
                 plan.precision,
                 calibration,
                 native_bf16=plan.cpu.bf16,
@@ -309,6 +332,7 @@ class Runners:
         transformer = self.input_module
         assert isinstance(transformer, Transformer)
         features = transformer.collate(ids)
-        with evaluating([transformer, self.pooling]), torch.inference_mode():
+        pooling = self.head("float32")
+        with evaluating([transformer, pooling]), torch.inference_mode():
             token_embeddings = transformer(features)  # (batch, seq, hidden)
-            return self.pooling(token_embeddings, features["attention_mask"]).float().cpu()
+            return pooling(token_embeddings, features["attention_mask"]).float().cpu()

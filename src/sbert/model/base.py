@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.inputs import check_max_seq_length
+from sbert.base.outputs import MODEL, claiming
 from sbert.inference.cpu import CpuCapabilities
 from sbert.inference.plan import EnginePlan
 from sbert.inference.planning import Planned
@@ -108,9 +109,11 @@ class ModelBase(nn.Module):
         features = self.input_module.collate(token_ids)  # (batch, longest) each; static: flat
         return {key: value.to(self.device) for key, value in features.items()}
 
+    @claiming("path", MODEL)  # a file, a link, or a folder with files sbert did not write: refused first
     def save(self, path: str | Path) -> None:
         """Save as a folder that sbert and sentence-transformers both load (safetensors only),
-        replaced atomically."""
+        replaced atomically: a new path, an empty folder or one sbert saved before, else
+        :class:`~sbert.base.outputs.OutputRefusedError` (:mod:`sbert.base.outputs`)."""
         self._write(Path(path))
 
     def _write(self, path: Path) -> None:

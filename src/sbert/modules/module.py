@@ -13,7 +13,6 @@ any other type by its whole path.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, ClassVar
 
 from torch import nn
 
+from sbert.base import json_text
 from sbert.base.errors import ModelLoadError
 from sbert.base.files import read_json
 
@@ -155,4 +155,4 @@ def read_modules_json(modules_file: Path) -> list[dict[str, Any]]:
 
 def write_json(path: Path, data: object) -> None:
     """Write ``data`` as indented JSON, as sentence-transformers writes its config files."""
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json_text.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -35,6 +35,7 @@ from sbert.modules.checks import (
     position_limit,
     tokenizer_failure,
 )
+from sbert.modules.lowercase import lower_inside
 from sbert.modules.module import Module, write_json
 
 
@@ -59,7 +60,8 @@ class Transformer(Module):
             ``lasttoken`` pooling) or the encoder of a T5 (``T5EncoderModel``: sentence-t5, GTR).
         tokenizer: Its fast tokenizer.
         max_seq_length: Longer inputs are truncated to this many tokens (special tokens included).
-        do_lower_case: Lower-case text before tokenizing (for cased models used uncased).
+        do_lower_case: Lower-case inside the tokenizer, its first normalizer (for cased models used
+            uncased; sentence-transformers 6.2's rule, :mod:`sbert.modules.lowercase`).
     """
 
     st_type = "sentence_transformers.models.Transformer"
@@ -88,9 +90,28 @@ class Transformer(Module):
         self.max_seq_length = (
             default_max_seq_length(model, tokenizer) if max_seq_length is None else max_seq_length
         )
+        self._lowered: tuple[bool, Any] = (False, None)  # whether do_lower_case changed the normalizer
         self.do_lower_case = do_lower_case
         self.accepts_token_types = "token_type_ids" in tokenizer.model_input_names
         self._batch_tokenizers = ThreadTokenizers()  # a private copy per calling thread
+
+    @property
+    def do_lower_case(self) -> bool:
+        """Lower-case inside the tokenizer, as sentence-transformers 6.2 does (:mod:`sbert.modules.lowercase`)."""
+        return self._do_lower_case
+
+    @do_lower_case.setter
+    def do_lower_case(self, value: bool) -> None:
+        self._do_lower_case = bool(value)
+        if not self.tokenizer.is_fast:
+            return  # a Python tokenizer: the text is lowered (_cased)
+        changed, before = self._lowered
+        if value and not changed:
+            self._lowered = lower_inside(self.tokenizer)
+        elif not value and changed:
+            self.tokenizer.backend_tokenizer.normalizer = before
+            self._lowered = (False, None)
+        self._batch_tokenizers = ThreadTokenizers()  # copies made before lower as they did
 
     @classmethod
     def load(
@@ -222,7 +243,9 @@ class Transformer(Module):
         return len(ids) - (1 if ids and ids[-1] in self.tokenizer.all_special_ids else 0)
 
     def _cased(self, texts: Sequence[str]) -> Sequence[str]:
-        return [text.lower() for text in texts] if self.do_lower_case else texts
+        if not self.do_lower_case or self.tokenizer.is_fast:  # a fast one lowers inside itself
+            return texts
+        return [text.lower() for text in texts]
 
     def _whole_ids(self, texts: Sequence[str]) -> Sequence[Sequence[int]]:
         """Token ids without truncation (counts the server checks on every request, prompts)."""

@@ -81,11 +81,9 @@ def tokens_of(model: ServedModel, texts: list[str], add_special_tokens: bool) ->
     if is_static(model):  # no special tokens: a static model's tokenizer adds none
         encodings = model.input_module.tokenizer.encode_batch(texts, add_special_tokens=False)  # type: ignore[attr-defined]
     else:
-        # A sparse model's tokenizer lowercases by itself where its vocabulary is lowercase.
-        lower = not is_sparse(model) and model.transformer.do_lower_case  # type: ignore[attr-defined]
-        lowered = [text.lower() for text in texts] if lower else texts
+        # do_lower_case lowers inside the tokenizer (sbert.modules.lowercase), as in encode().
         encodings = hf_tokenizer(model)(
-            lowered,
+            texts,
             add_special_tokens=add_special_tokens,
             return_offsets_mapping=True,
             return_special_tokens_mask=True,

@@ -10,10 +10,10 @@ packed into rows without padding (``pack``; in groups of 16, 0.79× the rate of 
 ``encode()`` against 0.62× padded: ``benchmarks/packed_groups.py``). Elsewhere they are sorted by
 length and cut where padded tokens plus a fixed cost per forward pass are least
 (``batch_cost_tokens``), at most ``max_batch_tokens`` padded tokens a batch. Each request then gets
-its own rows back. A lone request never waits for company; under load the requests that arrive
-while one merged batch runs form the next, and when the last batch merged n requests the next
-waits up to ``batch_wait_ms`` (5 ms) for n, or for every request the server holds if more, since the
-clients just answered are about to send again.
+its own rows back. No batch waits for company by default: the requests that arrive while one
+merged batch runs form the next, taken as soon as the engine is free (text-embeddings-inference's
+queue). With ``batch_wait_ms`` set, a batch under load (the last one merged n requests) waits at
+most that long for n, or for every request the server holds if more.
 
 On the GPU pipeline (``token_budget``) the batcher follows text-embeddings-inference's queue
 (core/src/queue.rs at 0d124dc9773be6ac5a9a57d8439aba9bbbf33273): requests are taken in arrival order
@@ -287,16 +287,7 @@ class Batcher:
                 return first
             jobs, items = [first], first.items
             target = self._target()
-            # Under load (the last batch merged several requests), the clients it answered are
-            # about to send again: wait up to batch_wait_ms for as many, or for every request the server
-            # holds, if more. Without the second, 64 closed-loop clients could settle into two
-            # cohorts, one computing while the other was answered, in batches of half the size
-            # (0.74× of direct encode() against 0.79-0.81×, benchmarks/serve_load.py). A lone
-            # client never waits.
-            wanted = max(self._last_requests, self.in_flight()) if self._last_requests > 1 else 1
-            deadline = time.monotonic() + (
-                self.settings.batch_wait_ms / 1000 if self._last_requests > 1 else 0.0
-            )
+            deadline = time.monotonic() + self._wait_seconds()
             while True:
                 while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
                     if items + nxt.items > target or nxt.prompt != first.prompt:
@@ -306,11 +297,24 @@ class Batcher:
                     jobs.append(nxt)
                     items += nxt.items
                 remaining = deadline - time.monotonic()
-                if self._queue or self._closing or len(jobs) >= wanted or remaining <= 0:
+                if self._queue or self._closing or len(jobs) >= self._wanted() or remaining <= 0:
                     break
                 self._cond.wait(remaining)
             self._last_requests = len(jobs)
             return jobs
+
+    def _wait_seconds(self) -> float:
+        """How long this take may wait for company: never by default (``batch_wait_ms`` 0, as
+        text-embeddings-inference's queue: the next batch is whatever is queued when the engine is
+        free); with ``batch_wait_ms`` set, at most that long, and only under load (the last batch
+        merged several requests), since the clients it answered are about to send again."""
+        return self.settings.batch_wait_ms / 1000 if self._last_requests > 1 else 0.0
+
+    def _wanted(self) -> int:
+        """The requests a waiting take waits for: as many as the last batch merged, or every
+        request the server holds, if more (without the second, 64 closed-loop clients could settle
+        into two cohorts, one computing while the other was answered, in batches of half the size)."""
+        return max(self._last_requests, self.in_flight()) if self._last_requests > 1 else 1
 
     def _target(self) -> int:
         """Most sentences one take merges: by sentences on a CPU engine; under a token budget, as
@@ -341,6 +345,8 @@ class Batcher:
 
     def _encode(self, live: list[tuple[_EmbedJob, list[int]]]) -> None:
         """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error)."""
+        if not live:  # every job of the take was refused (InputTooLong): nothing to encode
+            return
         limit = int(self.model.max_seq_length)
         texts = [text for job, _ in live for text in job.texts]
         size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))

@@ -18,6 +18,7 @@ from typing import Any
 
 import uvicorn
 
+from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.base.errors import ModelLoadError
 from sbert.inference.cuda.graphs import BATCH_BUCKETS
 from sbert.server.abilities import is_sparse
@@ -78,11 +79,28 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
         warm_up_graphs(model)
     # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
     parallel = _threads() if model.backend == "openvino" else 1
-    batcher = Batcher(model, options.batching, parallel_batches=parallel, token_budget=budget)
+    batcher = Batcher(
+        model, options.batching, parallel, token_budget=budget, batch_cost_tokens=pass_cost(model)
+    )
     model_id, *aliases = names or [Path(str(model.name)).name]
     return Service(
         model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
     )
+
+
+def pass_cost(model: Any) -> int | None:
+    """What one forward pass costs beyond its tokens, for the batcher's cuts: the one measured on
+    OpenVINO (:data:`~sbert.base.batching.BATCH_COST_TOKENS`) where the model runs there; elsewhere
+    ``None``, batches of ``--max-batch-size`` as ``encode()`` cuts them: on PyTorch a pass's fixed
+    cost is the framework's, not OpenVINO's, and cut at 24 tokens a 32-sentence request of a small
+    model ran in several passes where one was cheaper (docs/benchmarks.md, the server's CPU proxy).
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> pass_cost(SimpleNamespace(backend="openvino")), pass_cost(SimpleNamespace(backend="torch"))
+        (24, None)
+    """
+    return BATCH_COST_TOKENS if model.backend == "openvino" else None
 
 
 def load_index(model: Any, path: str) -> Any:
@@ -124,18 +142,17 @@ def warm_up_graphs(model: Any) -> None:
 def load_cross_encoder(path: str) -> Any:
     """A trained one-output cross-encoder; a plain encoder (which would get an untrained head) is refused."""
     from sbert.cross_encoder import CONFIG_FILE, CrossEncoder
+    from sbert.cross_encoder.loading import folder_has_head
 
     folder = Path(path)
     config = folder / "config.json"
     if not config.is_file():
         raise ModelLoadError(f"{config}: missing; --cross-encoder needs a saved cross-encoder directory")
     try:
-        architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+        json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ModelLoadError(f"{config}: cannot be read: {error}") from error
-    if not (folder / CONFIG_FILE).is_file() and not any(
-        str(name).endswith("ForSequenceClassification") for name in architectures
-    ):
+    if not folder_has_head(folder):
         raise ModelLoadError(
             f"{folder}: not a cross-encoder (no {CONFIG_FILE}, no sequence-classification head in "
             "config.json); serving it would score with an untrained head"

@@ -6,6 +6,7 @@ here imports anything heavy, so ``sbert serve --help`` shows the defaults withou
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 
 
@@ -15,6 +16,9 @@ class Limits:
 
     max_body_bytes: int = 2_000_000
     max_items: int = 2048
+
+    def __post_init__(self) -> None:
+        check_at_least(self, ("max_body_bytes", "max_items"), 1)
 
 
 @dataclass(frozen=True)
@@ -28,23 +32,21 @@ class BatchSettings:
             tokens where it runs the model unpadded.
         max_batch_size: Most sentences in one forward pass (CPU engines; the GPU pipeline cuts by tokens).
         max_queued_items: Sentences (or rerank pairs) that may wait before a request gets 429.
-        batch_wait_ms: Under load, how long a batch waits for the clients just answered (a lone
-            client never waits).
+        batch_wait_ms: The most a batch may wait for more requests, under load only (the clients
+            just answered); 0 (the default): never, the next batch is whatever is queued when the
+            engine is free, as text-embeddings-inference's queue forms it.
         pack: Pack a merged batch's sentences into rows without padding where the model allows.
     """
 
     max_batch_tokens: int | None = None
     max_batch_size: int = 32
     max_queued_items: int = 2048
-    batch_wait_ms: float = 5.0
+    batch_wait_ms: float = 0.0
     pack: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_batch_tokens", "max_batch_size", "max_queued_items"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.batch_wait_ms < 0:
-            raise ValueError(f"batch_wait_ms must not be negative, got {self.batch_wait_ms}")
+        check_at_least(self, ("max_batch_tokens", "max_batch_size", "max_queued_items"), 1)
+        check_finite_at_least(self, ("batch_wait_ms",), 0.0)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,48 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)
     drain_timeout: float = 30.0
     log_level: str = "warning"
+
+    def __post_init__(self) -> None:
+        check_at_least(self, ("max_concurrent_requests",), 1)
+        check_at_least(self, ("port",), 0)
+        if self.port > 65535:
+            raise ValueError(f"port must be a whole number from 0 to 65535, got {self.port!r}")
+        check_finite_at_least(self, ("drain_timeout",), 0.0)
+
+
+def check_at_least(settings: object, names: tuple[str, ...], low: int) -> None:
+    """Each setting named is ``None`` or a whole number of at least ``low``, else a ValueError naming it.
+
+    Examples:
+        >>> Limits(max_items=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: max_items must be a whole number of at least 1, got 0
+    """
+    for name in names:
+        value = getattr(settings, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+            raise ValueError(f"{name} must be a whole number of at least {low}, got {value!r}")
+
+
+def check_finite_at_least(settings: object, names: tuple[str, ...], low: float) -> None:
+    """Each setting named is a finite number of at least ``low`` (NaN is not), else a ValueError naming it.
+
+    Examples:
+        >>> BatchSettings(batch_wait_ms=float("nan"))
+        Traceback (most recent call last):
+        ...
+        ValueError: batch_wait_ms must be a finite number of at least 0.0, got nan
+    """
+    for name in names:
+        value = getattr(settings, name)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < low
+        ):
+            raise ValueError(f"{name} must be a finite number of at least {low}, got {value!r}")
 
 
 def default(settings: type, name: str) -> object:

@@ -24,9 +24,7 @@ import scipy.sparse
 
 from sbert.base.inputs import valid_utf8
 from sbert.encoder.prompts import Prompts
-from sbert.inference.cpu import this_cpu
 from sbert.inference.plan import EnginePlan
-from sbert.inference.precision import ComputeBackend, ComputePrecision
 from sbert.modules.transformer import Transformer
 from sbert.server import abilities
 from sbert.server.abilities import is_sparse
@@ -85,21 +83,9 @@ class SparseServed:
 
     @property
     def plan(self) -> EnginePlan:
-        """How ``encode()`` computes: the encoder's plan where it has one, else float32 on PyTorch."""
-        plan = getattr(self.encoder, "plan", None)
-        if isinstance(plan, EnginePlan):
-            return plan
-        requested = self.encoder.requested
-        device = str(self.encoder.device)
-        cpu = this_cpu()
-        return EnginePlan(
-            requested.precision,
-            requested.backend,
-            device,
-            cpu,
-            ComputePrecision.FLOAT32,
-            ComputeBackend.TORCH,
-        )
+        """How ``encode()`` computes: the encoder's own plan (the engine keeps it to what ran)."""
+        plan: EnginePlan = self.encoder.plan
+        return plan
 
     @property
     def precision(self) -> str:
@@ -108,10 +94,6 @@ class SparseServed:
     @property
     def backend(self) -> str:
         return str(self.plan.backend.value)
-
-    @property
-    def packs(self) -> bool:
-        return False
 
     def query_prompt(self, prompt_name: str | None = None, prompt: str | None = None) -> str | None:
         """As :meth:`sbert.SentenceEncoder.query_prompt`: the model's ``query`` prompt by default."""

@@ -85,7 +85,13 @@ def _plain(path: Path, max_seq_length: int | None) -> tuple[MLMTransformer, Spla
     reading); anything else is refused (sentence-transformers would put an untrained autoencoder
     on it, whose vectors mean nothing)."""
     config_file = path / "config.json"
-    config = read_json(config_file) if config_file.is_file() else {}
+    if not config_file.is_file():
+        held = "it is empty" if not any(path.iterdir()) else "it has neither"
+        raise ModelLoadError(
+            f"{config_file}: missing ({held}): a SparseEncoder folder needs modules.json (saved by "
+            "sentence-transformers or sbert) or a Hugging Face *ForMaskedLM model's config.json"
+        )
+    config = read_json(config_file)
     architectures = config.get("architectures") or []
     if not any(str(name).endswith("ForMaskedLM") for name in architectures):
         raise ModelLoadError(

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.inputs import check_max_seq_length, valid_utf8
+from sbert.base.modes import in_eval_mode
 from sbert.inference.plan import EnginePlan, PlanRequest
 from sbert.model.base import ModelBase
 from sbert.model.encoding import EncodeRequest, sorted_batches, tokenized
@@ -266,7 +267,7 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
         self, token_ids: Sequence[Sequence[int]], max_active_dims: int | None = None, prompt_length: int = 0
     ) -> Tensor:
         """:meth:`encode_token_ids` by the modules themselves in float32 on PyTorch: sentence-transformers'
-        arithmetic, operation for operation (the exact path, and the only one on CUDA)."""
+        arithmetic, operation for operation (the exact path)."""
         features = self.collate(token_ids)
         if prompt_length:
             features["prompt_length"] = torch.tensor(prompt_length)
@@ -279,6 +280,7 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
         backend and why they differ from :attr:`requested`."""
         return model_plan(self)
 
+    @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def encode(
         self,
         sentences: str | Iterable[str],

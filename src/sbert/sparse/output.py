@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse
 import torch
 
+from sbert.base.empty import empty_answer
 from sbert.sparse.vectors import SPARSE_FORMATS, convert, to_torch
 
 
@@ -69,6 +70,8 @@ def finish(
         if not single:
             return converted
         return converted if sparse_format == "scipy" else converted[0]
+    if not single and matrix.shape[0] == 0:  # sentence-transformers' (0,), not (0, dim)
+        return empty_answer(convert_to_tensor, False, sparse=convert_to_sparse_tensor)
     # (n, dim): a coalesced sparse COO tensor, or a dense one
     vectors = to_torch(matrix) if convert_to_sparse_tensor else torch.from_numpy(matrix.toarray())
     if single:

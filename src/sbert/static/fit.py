@@ -29,6 +29,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
+from sbert.base import json_text
 from sbert.base.files import replace_dir, staging_dir
 from sbert.embeddings.identity import model_identity
 from sbert.encoder.model import SentenceEncoder
@@ -223,7 +224,9 @@ def _save_state(
             },
             str(staging / "state.safetensors"),
         )
-        (staging / "state.json").write_text(json.dumps({"key": key, "epoch": epoch}) + "\n", encoding="utf-8")
+        (staging / "state.json").write_text(
+            json_text.dumps({"key": key, "epoch": epoch}) + "\n", encoding="utf-8"
+        )
         replace_dir(staging, folder / "state")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

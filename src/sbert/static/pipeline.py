@@ -6,13 +6,13 @@ and the dimensions lie between 2 and the teacher's.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sbert.base import json_text
 from sbert.base.outputs import MODEL, claiming
 from sbert.data.texts import read_texts
 from sbert.embeddings.identity import model_identity
@@ -81,7 +81,7 @@ def distill_static(
     record["seconds"] = round(time.perf_counter() - started, 1)
     student.name = str(output)
     student.save(output)
-    (output / RECORD_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (output / RECORD_FILE).write_text(json_text.dumps(record, indent=2) + "\n", encoding="utf-8")
     if sentences:
         shutil.rmtree(output.with_name(output.name + ".checkpoint"), ignore_errors=True)
     return student

@@ -14,6 +14,7 @@ from typing import Any
 
 from pyarrow import fs as pafs
 
+from sbert.base import json_text
 from sbert.base.files import read_json
 from sbert.base.outputs import OutputKind
 
@@ -140,7 +141,7 @@ def write_manifest(filesystem: pafs.FileSystem, directory: str, manifest: dict[s
     path = posixpath.join(directory, MANIFEST)
     tmp = posixpath.join(directory, f".{MANIFEST}.tmp")
     with filesystem.open_output_stream(tmp) as stream:
-        stream.write((json.dumps(manifest, indent=1) + "\n").encode("utf-8"))
+        stream.write((json_text.dumps(manifest, indent=1) + "\n").encode("utf-8"))
     filesystem.move(tmp, path)
 
 

@@ -22,6 +22,7 @@ from torch import nn
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
+from sbert.base import json_text
 from sbert.base.files import replace_dir, staging_dir
 
 STATE_FILE = "state.json"
@@ -45,7 +46,7 @@ def save_checkpoint(
             "python_rng": _python_rng_to_json(random.getstate()),
             "numpy_rng": _numpy_rng_to_json(np.random.get_state()),
         }
-        (staging / STATE_FILE).write_text(json.dumps(full_state, indent=1) + "\n", encoding="utf-8")
+        (staging / STATE_FILE).write_text(json_text.dumps(full_state, indent=1) + "\n", encoding="utf-8")
         replace_dir(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

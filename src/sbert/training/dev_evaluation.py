@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
+from torch import nn
+
 from sbert.base.contracts import Evaluator
+from sbert.base.modes import evaluating
 
 
 def evaluate_during_training(
@@ -15,7 +19,9 @@ def evaluate_during_training(
     The weights change between evaluations, so a compiled OpenVINO engine would be rebuilt each time
     (seconds) to save less than that: ``model`` is evaluated on PyTorch unless it asked for a backend
     itself. Without a progress bar for training (``show_progress_bar``), the evaluator shows none
-    either. Both settings are put back afterwards.
+    either. It runs in eval mode (no dropout: the score of these weights, not of a random
+    sub-network), even where the evaluator calls the model's ``forward`` itself. All three are put
+    back afterwards.
 
     Raises:
         KeyError: the scores hold no ``metric`` (the message lists their keys).
@@ -36,7 +42,8 @@ def evaluate_during_training(
     if not show_progress_bar and hasattr(evaluator, "show_progress_bar"):
         evaluator.show_progress_bar = False  # type: ignore[attr-defined]
     try:
-        scores = evaluator(model)
+        with evaluating(model) if isinstance(model, nn.Module) else nullcontext():
+            scores = evaluator(model)
     finally:
         if asked == "auto":
             model.requested_backend = asked

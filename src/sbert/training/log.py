@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from sbert.base import json_text
 from sbert.base.files import atomic_path
 
 logger = logging.getLogger("sbert")
@@ -37,7 +38,7 @@ class TrainingLog:
     def write(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(json_text.dumps(record) + "\n")
 
     def records(self) -> list[dict[str, Any]]:
         if not self.path.is_file():

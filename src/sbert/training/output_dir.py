@@ -19,17 +19,31 @@ LOG_FILE = "training_log.jsonl"
 PLOT_FILE = "training_curve.png"
 
 
+RESULTS_FILE = "results.json"
+FIRST_STAGE_DIR = "nli"  # the two-stage recipe's first stage, itself a training run's folder
+RUN_FILES = frozenset({LOG_FILE, PLOT_FILE, CHECKPOINT_DIR, RESULTS_FILE, FIRST_STAGE_DIR})
+
+
 def _is_training_output(folder: Path) -> bool:
-    """A folder a training run writes: a model, its log, checkpoint or scores; a two-stage recipe's
-    folder may hold only its first stage (``nli/``) so far."""
-    markers = (LOG_FILE, CHECKPOINT_DIR, "results.json", "config.json")
-    if MODEL.recognise(folder) or any((folder / name).exists() for name in markers):
+    """A folder a training run wrote, by markers only sbert writes: its model (not a ``config.json``,
+    which any Hugging Face folder has), its log or its checkpoint's state (not a ``results.json``,
+    which anything may write); a two-stage recipe's folder may hold only its first stage so far."""
+    if MODEL.recognise(folder) or (folder / LOG_FILE).is_file():
         return True
-    return (folder / "nli").is_dir() and _is_training_output(folder / "nli")
+    if (folder / CHECKPOINT_DIR / "state.json").is_file():  # checkpoint.STATE_FILE (which loads torch)
+        return True
+    return (folder / FIRST_STAGE_DIR).is_dir() and _is_training_output(folder / FIRST_STAGE_DIR)
 
 
-# A run writes its folder in place, entry by entry: files of the user's there are left alone.
-TRAINING = OutputKind("training run", recognise=_is_training_output)
+# A run writes its folder in place, entry by entry, over its own entries of a run before: a folder
+# that also holds anything else (a user's file) is refused, as a model is, and so is a link.
+TRAINING = OutputKind(
+    "training run",
+    recognise=_is_training_output,
+    owns=lambda folder, name: name in RUN_FILES or bool(MODEL.owns and MODEL.owns(folder, name)),
+    in_place=True,
+    links=False,
+)
 
 
 def claim_training_output(output: str | Path) -> AbstractContextManager[Path]:

@@ -21,11 +21,11 @@ when the data directory has it).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
+from sbert.base import json_text
 from sbert.base.files import write_text_atomic
 from sbert.cross_encoder import CrossEncoder
 from sbert.data import read_stsb
@@ -235,4 +235,4 @@ def _report(
         # One evaluation: compiling an OpenVINO engine for it would cost more than it saves.
         trained = SentenceEncoder.from_pretrained(output, device=config.device, backend="torch")
         results["stsb_test_spearman_cosine"] = evaluate(trained)["spearman_cosine"]
-    write_text_atomic(output / "results.json", json.dumps(results, indent=2) + "\n")
+    write_text_atomic(output / "results.json", json_text.dumps(results, indent=2) + "\n")

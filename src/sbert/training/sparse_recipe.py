@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 from torch import nn
 
+from sbert.base import json_text
 from sbert.base.files import write_text_atomic
 from sbert.data.beir import load_retrieval_set
 from sbert.data.nli import nli_triplets
@@ -158,4 +158,4 @@ def _report_sparse(
     if evaluator is not None:
         trained = SparseEncoder.from_pretrained(output, device=config.device)
         results["dev"] = {"dataset": evaluator.dataset.name, **evaluator(trained)}
-    write_text_atomic(output / "results.json", json.dumps(results, indent=2) + "\n")
+    write_text_atomic(output / "results.json", json_text.dumps(results, indent=2) + "\n")

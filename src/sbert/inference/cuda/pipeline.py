@@ -123,7 +123,11 @@ class CudaPipeline:
         model = transformer.model
         self.bert = UnpaddedBert(model, dtype) if supports(model) else None
         self.pad_id = int(transformer.tokenizer.pad_token_id or 0)
+        # A head over real tokens (a SPLADE head: pools_real_tokens) takes the unpadded batch's flat
+        # tokens as they are; a graph's bucket would run its vocabulary-wide product on padding.
+        self.real_tokens = bool(getattr(pooling, "pools_real_tokens", False))
         graphs = self.cuda if self.options.graphs is None else self.options.graphs
+        graphs = graphs and not self.real_tokens
         self.graphs = GraphedForward(self._padded_bert, self.device) if graphs and self.bert else None
         # Host threads, made once for the pipeline's life (on first need: one query never needs
         # them) and shut down when it is collected (the encoder builds a new one when weights change).
@@ -274,7 +278,11 @@ class CudaPipeline:
         if batch.kind == "unpadded":
             assert self.bert is not None
             unpadded: UnpaddedBatch = inputs
-            tokens = padded_tokens(self.bert(unpadded), unpadded)  # (batch, longest, hidden)
+            flat = self.bert(unpadded)  # (total, hidden)
+            if self.real_tokens:  # each token's sentence: its row in the padded block, no host sync
+                sentence = torch.div(unpadded.flat_index, unpadded.longest, rounding_mode="floor")
+                return self.after_pooling(self.pooling.pool_tokens(flat, sentence, len(batch.order)))  # type: ignore[operator]
+            tokens = padded_tokens(flat, unpadded)  # (batch, longest, hidden)
             return self.after_pooling(self.pooling(tokens, unpadded.token_mask, prompt_length))
         autocast = (
             torch.autocast(self.device.type, dtype=self.dtype)

@@ -74,7 +74,7 @@ def default_calibration_sentences() -> list[str]:
 class _PooledTransformer(nn.Module):
     """Token ids → pooled sentence vectors, the graph OpenVINO compiles."""
 
-    def __init__(self, transformer: Transformer, pooling: Pooling) -> None:
+    def __init__(self, transformer: Transformer, pooling: nn.Module) -> None:
         super().__init__()
         self.transformer = transformer
         self.pooling = pooling
@@ -85,6 +85,14 @@ class _PooledTransformer(nn.Module):
             features["token_type_ids"] = torch.zeros_like(input_ids)
         token_embeddings = self.transformer(features)  # (batch, seq, hidden)
         return self.pooling(token_embeddings, attention_mask)  # (batch, hidden)
+
+
+class _TokenVectors(nn.Module):
+    """A pooling that pools nothing: the graph's output is the token vectors ``(batch, seq, hidden)``
+    (a head over real tokens runs on the host: :attr:`OpenVinoEngine.head`)."""
+
+    def forward(self, token_embeddings: Tensor, attention_mask: Tensor) -> Tensor:
+        return token_embeddings
 
 
 class OpenVinoEngine:
@@ -119,12 +127,18 @@ class OpenVinoEngine:
         native_bf16: bool | None = None,
         reference: Callable[[Sequence[Sequence[int]]], Tensor] | None = None,
     ) -> None:
+        """A ``pooling`` with ``pools_real_tokens`` (a SPLADE head) is kept out of the graph: the
+        graph gives token vectors, and the head runs on the host on each output's real tokens."""
         import_openvino(with_nncf=precision in CALIBRATED)  # a clear error now if the extra is missing
         if precision not in ENGINE_PRECISIONS:
             raise ValueError(f"OpenVinoEngine runs {', '.join(ENGINE_PRECISIONS)}, not {precision!r}")
         self.calibration = calibration
         self.transformer = transformer
         self.pooling = pooling
+        self.head: Callable[[Tensor, Tensor], Tensor] | None = (
+            pooling if getattr(pooling, "pools_real_tokens", False) else None
+        )
+        self._graph_pooling: nn.Module = _TokenVectors() if self.head is not None else pooling
         self.precision = precision
         self.dim = pooling.output_dim
         self.threads = threads or torch.get_num_threads()
@@ -133,7 +147,7 @@ class OpenVinoEngine:
         self._packed_failure: str | None = None  # why the packed graph failed its probe
         self._reference = reference
         self.graph_key: str | None = None  # the float graph's cache key (calibrated graphs: None)
-        module = _PooledTransformer(transformer, pooling)
+        module = _PooledTransformer(transformer, self._graph_pooling)
         with _keep_signal_stack():
             if precision in CALIBRATED:
                 model = self._calibrated(module, precision, calibration)
@@ -162,7 +176,7 @@ class OpenVinoEngine:
     def _plain(self, module: _PooledTransformer) -> Any:
         """The float graph (float32 and bf16 compile the same one), from the disk cache when this
         module was converted before: converting took 0.8 s of a cold 3-line `sbert encode`."""
-        key = graph_cache.fingerprint(module, {"graph": "padded, not quantized"})
+        key = graph_cache.fingerprint(module, {"graph": "padded, not quantized", **self._output()})
         example = self._feeds(self._example_ids())
         model = graph_cache.load_or_build(key, lambda: self._convert(module, example))
         self.graph_key = key  # where the cache keeps it: a cold `sbert encode` reads it from there
@@ -181,12 +195,17 @@ class OpenVinoEngine:
             "smooth_quant_alpha": SMOOTH_QUANT_ALPHA,
             "int8_layers": MIXED_INT8_LAYERS.pattern if precision == "mixed" else "all",
             "calibration_ids": ids,
+            **self._output(),
         }
         key = graph_cache.fingerprint(module, recipe)
         example = self._feeds(self._example_ids())
         return graph_cache.load_or_build(
             key, lambda: self._quantize(self._convert(module, example), ids, precision)
         )
+
+    def _output(self) -> dict[str, str]:
+        """What the graph gives, for its cache key where it is not pooled vectors."""
+        return {"output": "token vectors"} if self.head is not None else {}
 
     def _convert(self, module: nn.Module, example: dict[str, np.ndarray]) -> Any:
         """``module`` traced on ``example`` (its inputs by name) into an OpenVINO model of any batch and length."""
@@ -301,23 +320,31 @@ class OpenVinoEngine:
         out = np.empty((count, self.dim), dtype=np.float32)  # numpy, not torch: see packing's docstring
         running: list[_Rows | None] = [None] * len(requests)  # what each request computes
         loads = [0] * len(requests)  # tokens handed to each request so far
+        masks: list[np.ndarray | None] = [None] * len(requests)  # a head's: each output's real tokens
         with _keep_signal_stack():
             for feeds, rows in work:
                 slot = loads.index(min(loads))
                 loads[slot] += BATCH_COST_TOKENS + feeds["input_ids"].size
-                self._collect(requests[slot], running[slot], out)
+                self._collect(requests[slot], running[slot], masks[slot], out)
                 requests[slot].start_async(feeds)
                 running[slot] = rows
+                masks[slot] = feeds["token_mask"] if "token_mask" in feeds else feeds["attention_mask"]
                 on_each()
-            for request, last in zip(requests, running):
-                self._collect(request, last, out)
+            for request, last, mask in zip(requests, running, masks):
+                self._collect(request, last, mask, out)
         return torch.from_numpy(out)
 
-    @staticmethod
-    def _collect(request: Any, rows: _Rows | None, out: np.ndarray) -> None:
+    def _collect(self, request: Any, rows: _Rows | None, mask: np.ndarray | None, out: np.ndarray) -> None:
+        """A request's output into ``out``'s rows; a host-side head runs here, on the real tokens of
+        the token vectors the graph gave (the other streams compute meanwhile)."""
         if rows is not None:
             request.wait()
-            out[rows] = request.get_output_tensor(0).data  # (sentences, hidden)
+            data = request.get_output_tensor(
+                0
+            ).data  # (sentences, hidden), or a head's (sentences, seq, hidden)
+            if self.head is not None and mask is not None:
+                data = self.head(torch.from_numpy(data.copy()), torch.from_numpy(mask)).numpy()
+            out[rows] = data
 
     def packed_failure(self) -> str | None:
         """Why :meth:`embed_packed` cannot run here (``None``: it can). Compiles the packed graph
@@ -334,7 +361,7 @@ class OpenVinoEngine:
         if self._packed_failure is not None:
             raise UnfaithfulGraph(self._packed_failure)
         if self._packed_requests is None:
-            module = PackedTransformer(self.transformer.model, self.pooling)
+            module = PackedTransformer(self.transformer.model, self._graph_pooling)
             with _keep_signal_stack():
                 example = pass_feeds(self._example_ids(), [[0, 1]])
                 requests = self._compile(self._convert(module, example))

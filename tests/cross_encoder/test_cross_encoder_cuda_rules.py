@@ -1,0 +1,60 @@
+"""The cross-encoder on CUDA runs the GPU pipeline (unpadded attention, token budgets), not the whole
+transformers model in float32: run on the CPU under CUDA's rules (tests/cuda_rules.py) in fp32, bf16
+and fp16, its logits are sentence-transformers' CrossEncoder float32 logits within the dtype's
+bound, with no mixed dtype CUDA refuses and no host sync but the scores' copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from sentence_transformers import CrossEncoder as STCrossEncoder
+from tests.conftest import gpu_sentences
+from tests.cuda_rules import CudaRules, plan_as_on_cuda
+
+from sbert import CrossEncoder
+from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
+
+PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
+# Worst logit difference to sentence-transformers' float32, relative to the largest logit, on the
+# tiny random BERT classifier, by the dtype the GPU path computes in.
+LOGIT_BOUND = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("cross") / "ce"
+    CrossEncoder.from_pretrained(tiny_model_dir, num_labels=3, device="cpu").save(path)
+    return path
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
+    saved: Path, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch, precision: str
+) -> None:
+    texts = gpu_sentences(60, seed=5, longest=20)
+    pairs = list(zip(texts[:30], texts[30:]))
+    with cuda_rules.paused():
+        oracle = STCrossEncoder(str(saved), device="cpu").predict(
+            pairs, activation_fn=torch.nn.Identity(), convert_to_tensor=True
+        )
+    plan_as_on_cuda(monkeypatch)
+    model = CrossEncoder.from_pretrained(saved, device="cpu", precision=precision)
+    # The model says it is on CUDA (its weights are on the CPU, watched by the rules): scoring
+    # must take the plan's runner, not the whole transformers model on that device.
+    monkeypatch.setattr(CrossEncoder, "device", property(lambda self: torch.device("cuda:0")))
+    dtype = PRECISIONS[precision]
+    assert (model.plan.precision, model.plan.device) == (str(dtype)[6:], "cuda:0")
+    model.runners.pipeline_options = PipelineOptions(max_batch_tokens=120)  # several batches a call
+    _, runner = model.planning.runner(model.plan, pack=False)
+    assert isinstance(runner, CudaPipeline) and runner.bert is not None and runner.dtype == dtype
+    cuda_rules.on_device(model)
+    model.logits(pairs[:2])  # builds the pipeline and converts the weights
+    cuda_rules.reset()
+    got = model.logits(pairs, batch_size=8)
+    assert cuda_rules.checked > 0
+    assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
+    worst = float((got - oracle.cpu()).abs().max() / oracle.abs().max())
+    assert worst <= LOGIT_BOUND[dtype], worst
