@@ -85,7 +85,10 @@ def test_stsb_test_spearman_is_published_figure_and_counts(results: dict) -> Non
     assert sum(s["pairs"] for s in results["STS16"]["subsets"].values()) == 1186
 
 
-@pytest.mark.parametrize("name", ["STS13", "STS16"])
+# One set end to end against sentence-transformers' own encoding (STS16, the smallest); the others
+# compare the evaluator on the same vectors, since test_bundled_model compares the vectors themselves
+# (2 minutes of CPU saved on a 2-core machine).
+@pytest.mark.parametrize("name", ["STS16"])
 def test_equals_sentence_transformers_encoding_and_evaluator(name: str, results: dict, sets: dict) -> None:
     theirs = reference(SentenceTransformer(str(bundled_model_path()), device="cpu"), name, sets)
     for similarity in SIMILARITIES:
@@ -94,7 +97,7 @@ def test_equals_sentence_transformers_encoding_and_evaluator(name: str, results:
             assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
 
 
-@pytest.mark.parametrize("name", ["STS12", "STS14", "STS15", "STSb", "SICK-R"])
+@pytest.mark.parametrize("name", ["STS12", "STS13", "STS14", "STS15", "STSb", "SICK-R"])
 def test_equals_sentence_transformers_evaluator_on_same_vectors(
     name: str, results: dict, sets: dict, cache: PrecomputedEncoder
 ) -> None:
