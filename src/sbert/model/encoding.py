@@ -1,5 +1,6 @@
 """The encode loop every kind shares: sentence-transformers' ``encode`` arguments parsed once into an
-:class:`EncodeRequest`, texts tokenized with the one ``valid_utf8`` retry (:func:`tokenized`), and
+:class:`EncodeRequest`, texts tokenized with the one ``valid_utf8`` retry
+(:func:`~sbert.base.inputs.tokenized`, kept below the runners that tokenize too), and
 length-sorted batches behind one progress bar (:func:`sorted_batches`). Each kind adds only its
 runner call and its output step (dense vectors: :mod:`sbert.encoder.output`; sparse:
 :mod:`sbert.sparse.output`).
@@ -14,18 +15,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from sbert.base.batching import length_sorted_batches
-from sbert.base.inputs import as_texts, check_count, valid_utf8
+from sbert.base.inputs import as_texts, check_count, tokenized
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -71,24 +70,6 @@ class EncodeRequest:
         return cls(texts, isinstance(sentences, str), length, batch_size, bool(show_progress_bar))
 
 
-def tokenized(tokenize: Callable[[list[str]], T], texts: Sequence[str]) -> T:
-    """``tokenize(texts)``, once more with lone surrogates replaced (:func:`~sbert.base.inputs.valid_utf8`)
-    where the tokenizer refuses them: the one retry every kind makes.
-
-    Examples:
-        >>> def strict(texts):
-        ...     if any(not text.isascii() for text in texts):
-        ...         raise TypeError("not valid UTF-8")
-        ...     return texts
-        >>> tokenized(strict, ["a\\ud800"])
-        ['a?']
-    """
-    try:
-        return tokenize(list(texts))
-    except TypeError:
-        return tokenize([valid_utf8(text) for text in texts])
-
-
 def sorted_batches(
     lengths: Sequence[int], batch_size: int, show_progress_bar: bool, desc: str = "Batches"
 ) -> Iterator[np.ndarray]:
@@ -103,3 +84,6 @@ def sorted_batches(
         for batch in length_sorted_batches(lengths, batch_size):
             yield batch
             bar.update(len(batch))
+
+
+__all__ = ["EncodeRequest", "sorted_batches", "tokenized"]
