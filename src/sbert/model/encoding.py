@@ -16,15 +16,20 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import torch
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from sbert.base.batching import length_sorted_batches
 from sbert.base.inputs import as_texts, check_count, tokenized
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
+from sbert.inference.plan import EnginePlan
+from sbert.inference.runner import RunOptions
+from sbert.inference.steps import check_finite
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,8 @@ class EncodeRequest:
     ) -> EncodeRequest:
         """sentence-transformers' arguments, parsed once: the sentences (:func:`~sbert.base.inputs.as_texts`),
         the prompt (``model.with_prompt``), ``batch_size``, the bar (default: on from 1000 texts, where
-        ``bar_by_default``) and
-        ``device``/``pool`` (the model moved there: ``model.move_for_encode``).
+        ``bar_by_default``: not for a static table, whose one sparse mean is over before a bar helps)
+        and ``device``/``pool`` (the model moved there: ``model.move_for_encode``).
 
         Raises:
             TypeError: ``sentences`` not a string or an ordered collection of strings, ``batch_size``
@@ -86,4 +91,16 @@ def sorted_batches(
             bar.update(len(batch))
 
 
-__all__ = ["EncodeRequest", "sorted_batches", "tokenized"]
+def planned_vectors(model: Any, plan: EnginePlan, request: EncodeRequest, options: RunOptions) -> Tensor:
+    """Vectors ``(n, model.dim)``, float32 on the CPU, of the request's texts by the runner ``plan``
+    names on the model's :class:`~sbert.inference.planning.Planning` (the next-best where it fails),
+    checked finite (the error names the first bad sentence)."""
+    embeddings = torch.empty((len(request.texts), model.dim), dtype=torch.float32)
+    if request.texts:
+        options = replace(options, prompt_length=request.prompt_length)
+        plan, embeddings = model.planning.run(plan, request.texts, options, request.show_progress_bar)
+    check_finite(embeddings, plan)
+    return embeddings
+
+
+__all__ = ["EncodeRequest", "planned_vectors", "sorted_batches", "tokenized"]
