@@ -25,9 +25,23 @@ def model_dir(tiny_model_dir: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(tiny_model_dir, tmp_path / "model"))
 
 
+@pytest.fixture(scope="module")
+def built_graphs(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache holding the tiny model's OpenVINO graph, converted once for the module: what these
+    tests check is the entry of the cold start, written by the command that ran the graph, not the
+    first conversion (tests/inference/test_graph_cache.py checks that)."""
+    folder = tmp_path_factory.mktemp("built-graphs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SBERT_CACHE_DIR", str(folder / "cache"))
+        _encode(tiny_model_dir, folder, "built")
+    return folder / "cache" / "openvino"
+
+
 @pytest.fixture()
-def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, built_graphs: Path) -> Path:
+    """This test's cache folder: the module's graphs, no entry."""
     monkeypatch.setenv("SBERT_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.copytree(built_graphs, tmp_path / "cache" / "openvino")
     return tmp_path / "cache"
 
 
