@@ -4,6 +4,7 @@ never in the way."""
 import contextlib
 import logging
 import os
+import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,6 +70,39 @@ def calibrations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
     return calls
 
 
+@pytest.fixture()
+def conversions(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
+    """Counts conversions of the PyTorch model to a graph, in a cache folder of this test."""
+    monkeypatch.setenv("SBERT_CACHE_DIR", str(tmp_path))
+    calls: list[int] = []
+    convert = OpenVinoEngine._convert
+    monkeypatch.setattr(
+        OpenVinoEngine, "_convert", lambda self, *args: calls.append(1) or convert(self, *args)
+    )
+    return calls
+
+
+@pytest.fixture(scope="module")
+def calibrated_cache(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache holding the tiny model's calibrated graph, built once for the tests of what follows a
+    first build (test_calibration_runs_once_then_the_graph_is_read tests the first build itself)."""
+    folder = tmp_path_factory.mktemp("calibrated-cache")
+    model = SentenceEncoder.from_pretrained(
+        tiny_model_dir, device="cpu", precision="float32", backend="torch"
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SBERT_CACHE_DIR", str(folder))
+        _engine(model)
+    return folder
+
+
+@pytest.fixture()
+def built(calibrated_cache: Path, calibrations: list[int], tmp_path: Path) -> list[int]:
+    """Calibrations counted, in a cache folder of this test that starts with a copy of the built graph."""
+    shutil.copytree(calibrated_cache / "openvino", tmp_path / "openvino")
+    return calibrations
+
+
 def test_calibration_runs_once_then_the_graph_is_read(
     tiny_encoder: SentenceEncoder, calibrations: list[int], tmp_path: Path
 ) -> None:
@@ -81,15 +115,9 @@ def test_calibration_runs_once_then_the_graph_is_read(
 
 
 def test_the_float_graph_is_converted_once_for_float32_and_bf16(
-    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    tiny_encoder: SentenceEncoder, conversions: list[int], tmp_path: Path
 ) -> None:
     """A cold process reads the float graph back instead of converting it again (issue 45)."""
-    monkeypatch.setenv("SBERT_CACHE_DIR", str(tmp_path))
-    conversions: list[int] = []
-    convert = OpenVinoEngine._convert
-    monkeypatch.setattr(
-        OpenVinoEngine, "_convert", lambda self, *args: conversions.append(1) or convert(self, *args)
-    )
     engines = [
         OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, p) for p in ("float32", "bfloat16")
     ]
@@ -102,25 +130,27 @@ def test_the_float_graph_is_converted_once_for_float32_and_bf16(
     assert len(conversions) == 2  # changed weights: converted again, never served stale
 
 
-def test_changed_weights_are_calibrated_again(tiny_encoder: SentenceEncoder, calibrations: list[int]) -> None:
+def test_changed_weights_are_calibrated_again(tiny_encoder: SentenceEncoder, built: list[int]) -> None:
     _engine(tiny_encoder)
+    assert built == []  # read from the cache
     with torch.no_grad():
         tiny_encoder.transformer.model.embeddings.word_embeddings.weight.mul_(1.5)
     _engine(tiny_encoder)
-    assert len(calibrations) == 2
+    assert len(built) == 1
 
 
 def test_unreadable_cached_graph_is_rebuilt(
-    tiny_encoder: SentenceEncoder, calibrations: list[int], tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tiny_encoder: SentenceEncoder, built: list[int], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     expected = _vectors(_engine(tiny_encoder), tiny_encoder)
+    assert built == []  # read from the cache
     (stored,) = (tmp_path / "openvino").glob("*/model.xml")
     stored.write_text("<net", encoding="utf-8")  # cut short
     with caplog.at_level(logging.WARNING, logger="sbert"):
         np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)
-    assert len(calibrations) == 2 and "rebuilding the cached graph" in caplog.text
+    assert len(built) == 1 and "rebuilding the cached graph" in caplog.text
     np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)  # repaired
-    assert len(calibrations) == 2
+    assert len(built) == 1
 
 
 def test_unwritable_cache_warns_and_encodes(
@@ -132,19 +162,20 @@ def test_unwritable_cache_warns_and_encodes(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
     monkeypatch.setenv("SBERT_CACHE_DIR", str(blocker))
-    with caplog.at_level(logging.WARNING, logger="sbert"):
-        assert _vectors(_engine(tiny_encoder), tiny_encoder).shape == (3, 32)
+    with caplog.at_level(logging.WARNING, logger="sbert"):  # the float graph: the same load_or_build
+        engine = OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "float32")
+        assert _vectors(engine, tiny_encoder).shape == (3, 32)
     assert "could not cache the OpenVINO graph" in caplog.text
 
 
 def test_cache_off_stores_nothing(
-    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch, calibrations: list[int], tmp_path: Path
+    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch, conversions: list[int]
 ) -> None:
     monkeypatch.setenv("SBERT_CACHE_DIR", "off")
     monkeypatch.setattr(graph_cache, "_store", lambda *args: pytest.fail("stored with the cache off"))
-    _engine(tiny_encoder)
-    _engine(tiny_encoder)
-    assert len(calibrations) == 2
+    for _ in range(2):  # the float graph: calibrated ones go through the same load_or_build
+        OpenVinoEngine(tiny_encoder.transformer, tiny_encoder.pooling, "float32")
+    assert len(conversions) == 2
 
 
 def _small_graph() -> Any:
@@ -190,18 +221,19 @@ def sbert_warnings() -> Iterator[list[str]]:
 
 
 def test_an_overwritten_graph_of_the_same_size_is_rebuilt(
-    tiny_encoder: SentenceEncoder, calibrations: list[int], tmp_path: Path, sbert_warnings: list[str]
+    tiny_encoder: SentenceEncoder, built: list[int], tmp_path: Path, sbert_warnings: list[str]
 ) -> None:
     expected = _vectors(_engine(tiny_encoder), tiny_encoder)
+    assert built == []  # read from the cache
     (weights,) = (tmp_path / "openvino").glob("*/model.bin")
     data = bytearray(weights.read_bytes())
     data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # same size, other numbers
     weights.write_bytes(bytes(data))
     np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)
-    assert len(calibrations) == 2
+    assert len(built) == 1
     assert any("model.bin does not match its SHA-256 checksum" in m for m in sbert_warnings)
     np.testing.assert_array_equal(_vectors(_engine(tiny_encoder), tiny_encoder), expected)  # repaired
-    assert len(calibrations) == 2
+    assert len(built) == 1
 
 
 @contextlib.contextmanager
