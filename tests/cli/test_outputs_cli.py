@@ -1,47 +1,60 @@
-"""Commands that write, run as real processes against real folders: the output rule of sbert.base.outputs.
+"""Commands that write, run against real folders: the output rule of sbert.base.outputs.
 
 Each case of issue 38: a user's file beside an artifact, a folder of the user's, a file where a
-folder goes, a symlink, two writers at once, and a full disk.
+folder goes, a symlink, two writers at once, and a full disk. Two writers at once run as real
+processes (the lock names the other process); the other cases run ``sbert.cli.main`` in this
+process, as the ``sbert`` script does, without the start-up of a new interpreter each time.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from sbert.cli import main
 
 pytest.importorskip("faiss")
 
 REPO = Path(__file__).resolve().parents[2]
 SENTENCES = ["a man plays guitar", "the dog runs in the park", "a cat eats food", "the rocket is in space"]
-# runs `sbert` with one write failing as on a full disk
-DISK_FULL = """
-import errno, sys
-import {module} as target
-def full(*args, **kwargs):
-    raise OSError(errno.ENOSPC, "No space left on device")
-target.{function} = full
-from sbert.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 def environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1"}
 
 
-def sbert(*args: str | Path, code: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = (
-        [sys.executable, "-c", code, *map(str, args)]
-        if code
-        else [sys.executable, "-m", "sbert", *map(str, args)]
-    )
+def sbert(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``sbert`` run as another process."""
+    command = [sys.executable, "-m", "sbert", *map(str, args)]
     return subprocess.run(command, env=environment(), capture_output=True, text=True, timeout=300)
+
+
+@dataclass
+class Run:
+    returncode: int
+    stderr: str
+
+
+@pytest.fixture()
+def run(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    """``sbert`` run in this process: its exit status and what it wrote to stderr."""
+
+    def in_process(*args: str | Path) -> Run:
+        capsys.readouterr()
+        code = main([str(arg) for arg in args])
+        return Run(code, capsys.readouterr().err)
+
+    return in_process
 
 
 @pytest.fixture()
@@ -51,7 +64,7 @@ def corpus(tmp_path: Path) -> Path:
     return path
 
 
-def index_build(corpus: Path, output: Path, model: Path) -> subprocess.CompletedProcess[str]:
+def index_build(corpus: Path, output: Path, model: Path, sbert: Callable[..., Any] = sbert) -> Any:
     return sbert("index", "build", "--corpus", corpus, "-o", output, "-m", model, "--kind", "flat")
 
 
@@ -60,24 +73,24 @@ def count(index: Path) -> int:
 
 
 def test_index_rebuild_refuses_a_users_file_in_it_and_keeps_both(
-    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path, run: Callable[..., Run]
 ) -> None:
-    assert index_build(corpus, tmp_path / "idx", tiny_model_dir).returncode == 0
+    assert index_build(corpus, tmp_path / "idx", tiny_model_dir, run).returncode == 0
     (tmp_path / "idx" / "notes.txt").write_text("mine")
-    run = index_build(corpus, tmp_path / "idx", tiny_model_dir)
-    assert run.returncode == 1
-    assert f"{tmp_path / 'idx'}: refusing to replace it" in run.stderr and "notes.txt" in run.stderr
+    again = index_build(corpus, tmp_path / "idx", tiny_model_dir, run)
+    assert again.returncode == 1
+    assert f"{tmp_path / 'idx'}: refusing to replace it" in again.stderr and "notes.txt" in again.stderr
     assert (tmp_path / "idx" / "notes.txt").read_text() == "mine"
     assert count(tmp_path / "idx") == len(SENTENCES)
 
 
 def test_index_build_through_a_symlink_replaces_its_target_and_keeps_the_link(
-    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path, run: Callable[..., Run]
 ) -> None:
-    assert index_build(corpus, tmp_path / "real", tiny_model_dir).returncode == 0
+    assert index_build(corpus, tmp_path / "real", tiny_model_dir, run).returncode == 0
     (tmp_path / "link").symlink_to(tmp_path / "real")
     corpus.write_text("\n".join(SENTENCES[:2]) + "\n", encoding="utf-8")
-    assert index_build(corpus, tmp_path / "link", tiny_model_dir).returncode == 0
+    assert index_build(corpus, tmp_path / "link", tiny_model_dir, run).returncode == 0
     assert (tmp_path / "link").is_symlink()
     assert count(tmp_path / "real") == 2
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.txt", "link", "real"]  # no .tmp
@@ -115,41 +128,39 @@ def test_a_second_writer_of_either_kind_is_refused_with_the_first_ones_pid(
 
 
 def test_a_full_disk_during_an_index_rebuild_names_the_index_and_keeps_the_old_one(
-    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+    tmp_path: Path,
+    corpus: Path,
+    tiny_model_dir: Path,
+    run: Callable[..., Run],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert index_build(corpus, tmp_path / "idx", tiny_model_dir).returncode == 0
-    code = DISK_FULL.format(module="sbert.index.files", function="write_texts")
-    run = sbert(
-        "index",
-        "build",
-        "--corpus",
-        corpus,
-        "-o",
-        tmp_path / "idx",
-        "-m",
-        tiny_model_dir,
-        "--kind",
-        "flat",
-        code=code,
-    )
-    assert run.returncode == 1
-    assert f"no space left on device while writing index {tmp_path / 'idx'}" in run.stderr
+    from sbert.index import files
+
+    assert index_build(corpus, tmp_path / "idx", tiny_model_dir, run).returncode == 0
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "write_texts", full)
+    failed = index_build(corpus, tmp_path / "idx", tiny_model_dir, run)
+    assert failed.returncode == 1
+    assert f"no space left on device while writing index {tmp_path / 'idx'}" in failed.stderr
     assert count(tmp_path / "idx") == len(SENTENCES)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.txt", "idx"]
 
 
 def test_encode_to_a_file_refuses_a_folder_and_writes_through_a_symlink(
-    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path, run: Callable[..., Run]
 ) -> None:
     (tmp_path / "real.npy").write_bytes(b"old")
     (tmp_path / "link.npy").symlink_to(tmp_path / "real.npy")
-    assert sbert("encode", corpus, "-o", tmp_path / "link.npy", "-m", tiny_model_dir).returncode == 0
+    assert run("encode", corpus, "-o", tmp_path / "link.npy", "-m", tiny_model_dir).returncode == 0
     assert (tmp_path / "link.npy").is_symlink()
     assert (tmp_path / "real.npy").read_bytes().startswith(b"\x93NUMPY")
 
 
 def test_distill_static_refuses_a_users_folder_or_file_before_any_work(
-    tmp_path: Path, tiny_model_dir: Path
+    tmp_path: Path, tiny_model_dir: Path, run: Callable[..., Run]
 ) -> None:
     (tmp_path / "userdir").mkdir()
     (tmp_path / "userdir" / "mine.txt").write_text("mine")
@@ -159,24 +170,24 @@ def test_distill_static_refuses_a_users_folder_or_file_before_any_work(
         (tmp_path / "afile", "exists and is not a folder"),
     ):
         started = time.monotonic()
-        run = sbert("distill", "static", "--teacher", tiny_model_dir, "--output", output, "--dimensions", "8")
-        assert run.returncode == 1
-        assert f"{output}: refusing to replace it" in run.stderr and reason in run.stderr
+        refused = run(
+            "distill", "static", "--teacher", tiny_model_dir, "--output", output, "--dimensions", "8"
+        )
+        assert refused.returncode == 1
+        assert f"{output}: refusing to replace it" in refused.stderr and reason in refused.stderr
         assert time.monotonic() - started < 60  # refused up front, not after distilling
     assert (tmp_path / "userdir" / "mine.txt").read_text() == "mine"
     assert (tmp_path / "afile").read_text() == "mine too"
 
 
 def test_encode_into_a_store_leaves_a_users_file_there_alone(
-    tmp_path: Path, corpus: Path, tiny_model_dir: Path
+    tmp_path: Path, corpus: Path, tiny_model_dir: Path, run: Callable[..., Run]
 ) -> None:
     store = tmp_path / "store"
-    assert (
-        sbert("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2").returncode == 0
-    )
+    assert run("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2").returncode == 0
     (store / "notes.txt").write_text("mine")
-    run = sbert("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2", "--overwrite")
-    assert run.returncode == 0, run.stderr
+    again = run("encode", corpus, "-o", f"{store}/", "-m", tiny_model_dir, "--shard-size", "2", "--overwrite")
+    assert again.returncode == 0, again.stderr
     assert (store / "notes.txt").read_text() == "mine"
 
 
@@ -215,7 +226,9 @@ def test_train_refuses_a_users_folder_and_its_own_output_once_a_users_file_is_in
     assert (tmp_path / "out" / "mine.txt").read_text() == "mine"
 
 
-def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_path: Path) -> None:
+def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(
+    tmp_path: Path, run: Callable[..., Run]
+) -> None:
     from experiments.pipeline import reproduce
     from experiments.scale import QUICK
 
@@ -230,8 +243,8 @@ def test_data_download_reproduce_and_mine_negatives_refuse_a_users_folder(tmp_pa
         reproduce(tmp_path / "userdir", QUICK, str(tmp_path), "sbert reproduce")
     (tmp_path / "pairs.tsv").write_text("anchor\tpositive\na\tb\n")
     (tmp_path / "out.tsv").mkdir()
-    run = sbert(
+    refused = run(
         "mine-negatives", tmp_path / "pairs.tsv", "-o", tmp_path / "out.tsv", "-m", tmp_path / "no-model"
     )
-    assert run.returncode == 1 and f"{tmp_path / 'out.tsv'} is a folder" in run.stderr
+    assert refused.returncode == 1 and f"{tmp_path / 'out.tsv'} is a folder" in refused.stderr
     assert sorted(path.name for path in (tmp_path / "userdir").iterdir()) == ["mine.txt"]
