@@ -51,6 +51,19 @@ def corpus_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def indexes(
+    splade_dir: Path, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """A dense (flat) and a sparse index of SENTENCES, built once for the tests that only read them."""
+    folder = tmp_path_factory.mktemp("indexes")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    build_index(corpus, folder / "dense", "flat", tiny_model_dir)
+    build_index(corpus, folder / "sparse", "sparse", splade_dir)
+    return folder / "dense", folder / "sparse"
+
+
 def build_index(corpus: Path, output: Path, kind: str, model: Path) -> None:
     """``sbert index build`` of ``corpus`` into ``output``, of that kind, by that model."""
     assert (
@@ -91,8 +104,7 @@ def test_sparse_build_and_search_equal_the_library(
 def test_hybrid_search_fuses_dense_and_sparse(
     splade_dir: Path,
     tiny_model_dir: Path,
-    corpus_file: Path,
-    tmp_path: Path,
+    indexes: tuple[Path, Path],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from sbert import SentenceEncoder
@@ -101,9 +113,7 @@ def test_hybrid_search_fuses_dense_and_sparse(
     from sbert.index.sparse_index import SparseIndex
     from sbert.sparse.model import SparseEncoder
 
-    dense_dir, sparse_dir = tmp_path / "dense", tmp_path / "sparse"
-    build_index(corpus_file, dense_dir, "flat", tiny_model_dir)
-    build_index(corpus_file, sparse_dir, "sparse", splade_dir)
+    dense_dir, sparse_dir = indexes
     dense_model = SentenceEncoder.from_pretrained(tiny_model_dir)
     sparse_model = SparseEncoder.from_pretrained(str(splade_dir), device="cpu")
     dense = VectorIndex.load(dense_dir).search(dense_model.encode_query(QUERIES), top_k=6)
@@ -125,11 +135,10 @@ def test_wrong_combinations_are_refused(
     tiny_model_dir: Path,
     corpus_file: Path,
     tmp_path: Path,
+    indexes: tuple[Path, Path],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    dense_dir, sparse_dir = tmp_path / "dense", tmp_path / "sparse"
-    build_index(corpus_file, dense_dir, "flat", tiny_model_dir)
-    build_index(corpus_file, sparse_dir, "sparse", splade_dir)
+    dense_dir, sparse_dir = indexes
     other = build_tiny_splade(tiny_model_dir, tmp_path / "other", seed=2)
     capsys.readouterr()
     cases = [
