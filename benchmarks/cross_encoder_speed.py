@@ -48,6 +48,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--output", default=None, help="also write the figures to this JSON file")
     parser.add_argument("--limit", type=int, default=None, help="only the first N pairs (a quick try)")
+    parser.add_argument(
+        "--sides", nargs="+", default=None, help="only these sbert sides (e.g. 'sbert default'; default: all)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -65,6 +68,10 @@ def main() -> None:
             "sbert float32 packed": CrossEncoder(path, device="cpu", precision="float32"),
         }
         ours["sbert default, AVX2 class"].cpu_capabilities = CPU_CLASSES["avx2"]  # before it plans
+        unknown = set(args.sides or ()) - set(ours)
+        if unknown:
+            parser.error(f"--sides: no side {', '.join(sorted(unknown))}; choose from {', '.join(ours)}")
+        ours = {name: model for name, model in ours.items() if name in (args.sides or ours)}
         theirs = TheirCrossEncoder(path, device="cpu")
         result = measure(args, pairs, ours, theirs)
     report(args, result)
