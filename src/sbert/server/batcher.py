@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse
@@ -52,7 +52,6 @@ from sbert.server.tokens import ArrivalTokens, Ids, TokenBudget
 
 if TYPE_CHECKING:
     from sbert.encoder.model import SentenceEncoder
-    from sbert.server.pair_jobs import MergedJob
 
 logger = logging.getLogger("sbert")
 T = TypeVar("T")
@@ -133,6 +132,23 @@ class _CallJob:
     fn: Callable[[], Any]
     items: int
     future: Future[Any]
+
+
+class MergedJob(Protocol):
+    """A kind of job the worker merges as it merges texts (:mod:`sbert.server.pair_jobs`): queued jobs
+    of one ``key`` are taken together, up to ``target`` items; ``run_merged`` answers their futures."""
+
+    future: Future[Any]
+
+    @property
+    def items(self) -> int: ...
+
+    @property
+    def key(self) -> Any: ...
+
+    def target(self, batcher: Batcher) -> int: ...
+
+    def run_merged(self, batcher: Batcher, jobs: list[Any]) -> None: ...
 
 
 class Batcher:

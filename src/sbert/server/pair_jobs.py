@@ -20,38 +20,18 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from sbert.cross_encoder.engine import TokenizedPairs, tokenize_pairs
 from sbert.cross_encoder.scores import activated
 from sbert.inference.runner import RunOptions
-from sbert.server.batcher import BatchStats, InputTooLong
+from sbert.server.batcher import Batcher, BatchStats, InputTooLong
 from sbert.server.serving_plan import on_gpu_pipeline, parallel_passes, pass_cost, unpadded
 from sbert.server.tokens import TokenBudget
 
-if TYPE_CHECKING:
-    from sbert.server.batcher import Batcher
-
 logger = logging.getLogger("sbert")
-
-
-class MergedJob(Protocol):
-    """A kind of job the worker merges as it merges texts: queued jobs of one ``key`` are taken
-    together, up to ``target`` items, and ``run_merged`` answers each job's future on the worker."""
-
-    future: Future[Any]
-
-    @property
-    def items(self) -> int: ...
-
-    @property
-    def key(self) -> Any: ...
-
-    def target(self, batcher: Batcher) -> int: ...
-
-    def run_merged(self, batcher: Batcher, jobs: list[Any]) -> None: ...
 
 
 @dataclass
