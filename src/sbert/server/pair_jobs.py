@@ -81,6 +81,13 @@ def rerank(
 
     Raises:
         Overloaded, ServerClosed: as :meth:`~sbert.server.batcher.Batcher.embed`.
+
+    Not run by the doctests: it needs a started batcher (tests/server/test_pair_jobs.py drives one).
+
+    Examples:
+        >>> future = rerank(batcher, cross_encoder, "music", ["a guitar solo", "a tax form"])  # doctest: +SKIP
+        >>> future.result().shape  # doctest: +SKIP
+        (2,)
     """
     job = PairJob(model, query, list(documents), truncate, raw)
     batcher.submit(job)
