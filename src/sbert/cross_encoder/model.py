@@ -315,10 +315,9 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
         return self._torch_logits(tokenized, options.batch_size, progress)
 
     def _torch_logits(self, tokenized: TokenizedPairs, batch_size: int, progress: Any) -> Tensor:
-        """The whole Hugging Face model in float32, on padded length-sorted batches."""
+        """The whole Hugging Face model in float32, on padded length-sorted batches (in eval mode:
+        :meth:`logits`, its one caller, runs under ``@in_eval_mode``)."""
         logits = torch.empty((len(tokenized.ids), self.num_labels), dtype=torch.float32)
-        was_training = self.training
-        self.eval()
         with torch.inference_mode():
             for batch in length_sorted_batches(tokenized.lengths, batch_size):
                 features = self.pad(
@@ -326,7 +325,6 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
                 )
                 logits[torch.from_numpy(batch)] = self(features).float().cpu()
                 progress(len(batch))
-        self.train(was_training)
         return logits
 
     def predict(
