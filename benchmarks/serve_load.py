@@ -252,7 +252,11 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
     command += ["--precision", args.precision, "--backend", args.backend]
     command += ["--model", args.model] if args.model else []
     command += shlex.split(args.server_args)
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    return wait_ready(subprocess.Popen(command, stderr=subprocess.PIPE, text=True), port)
+
+
+def wait_ready(process: subprocess.Popen, port: int) -> subprocess.Popen:
+    """The server process once its /health answers (at most 300 s); its error if it exits first."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -23,7 +23,9 @@ sentences × longest where it pads), and the next request that would pass it sta
 call: a request over the budget alone is one call, which the pipeline cuts into budget-sized passes.
 Each batch's requests are answered as soon as it is done.
 
-A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
+A cross-encoder's pairs (``/rerank``) are merged and cut the same way (:mod:`sbert.server.pair_jobs`);
+jobs of different kinds never share a batch. A full queue raises :class:`Overloaded` at once (with
+a retry estimate), never blocking the caller.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse
@@ -105,6 +107,7 @@ class BatchStats:
     sentences: int
     tokens: int
     seconds: float
+    kind: str = "embed"  # "embed" (texts to vectors), "pairs" (a cross-encoder's, server.pair_jobs)
 
 
 @dataclass
@@ -119,12 +122,33 @@ class _EmbedJob:
     def items(self) -> int:
         return len(self.texts)
 
+    @property
+    def key(self) -> Any:
+        return ("embed", self.prompt)  # only texts with the same prompt share a batch
+
 
 @dataclass
 class _CallJob:
     fn: Callable[[], Any]
     items: int
     future: Future[Any]
+
+
+class MergedJob(Protocol):
+    """A kind of job the worker merges as it merges texts (:mod:`sbert.server.pair_jobs`): queued jobs
+    of one ``key`` are taken together, up to ``target`` items; ``run_merged`` answers their futures."""
+
+    future: Future[Any]
+
+    @property
+    def items(self) -> int: ...
+
+    @property
+    def key(self) -> Any: ...
+
+    def target(self, batcher: Batcher) -> int: ...
+
+    def run_merged(self, batcher: Batcher, jobs: list[Any]) -> None: ...
 
 
 class Batcher:
@@ -180,7 +204,7 @@ class Batcher:
         self.in_flight = in_flight
         self.batch_cost_tokens = batch_cost_tokens
         self.token_budget = token_budget
-        self._queue: deque[_EmbedJob | _CallJob] = deque()
+        self._queue: deque[_EmbedJob | _CallJob | MergedJob] = deque()
         self._queued_items = 0
         self._closing = False
         self._cond = threading.Condition()
@@ -211,8 +235,10 @@ class Batcher:
                     work.future.set_result(work.fn())
                 except BaseException as error:  # the worker must outlive any one job
                     work.future.set_exception(error)
-        else:
+        elif isinstance(work[0], _EmbedJob):
             self._embed(work)
+        else:
+            work[0].run_merged(self, work)
         return True
 
     def embed(self, texts: Sequence[str], truncate: bool = True, prompt: str = "") -> Future[Embedded]:
@@ -238,6 +264,10 @@ class Batcher:
             raise
         return future
 
+    def submit(self, job: MergedJob) -> None:
+        """Queue a job of another kind (:class:`MergedJob`); raises as :meth:`embed` does."""
+        self._put(job)
+
     def call(self, fn: Callable[[], T], items: int = 1) -> Future[T]:
         """Run ``fn`` on the worker thread in queue order (for work that uses the model's thread:
         a cross-encoder, an index search); ``items`` counts against the queue bound."""
@@ -261,7 +291,7 @@ class Batcher:
             return 1
         return max(1, math.ceil(self._queued_items / self._rate))
 
-    def _put(self, job: _EmbedJob | _CallJob) -> None:
+    def _put(self, job: _EmbedJob | _CallJob | MergedJob) -> None:
         with self._cond:
             if self._closing:
                 raise ServerClosed("the server is shutting down")
@@ -274,8 +304,8 @@ class Batcher:
             self._queued_items += job.items
             self._cond.notify()
 
-    def _take(self) -> list[_EmbedJob] | _CallJob | None:
-        """The next unit of work: a call, or embedding jobs merged up to the batch target."""
+    def _take(self) -> list[Any] | _CallJob | None:
+        """The next unit of work: a call, or jobs of one kind and key merged up to the batch target."""
         with self._cond:
             while not self._queue and not self._closing:
                 self._cond.wait()
@@ -286,11 +316,13 @@ class Batcher:
             if isinstance(first, _CallJob):
                 return first
             jobs, items = [first], first.items
-            target = self._target()
+            target = self._target() if isinstance(first, _EmbedJob) else first.target(self)
             deadline = time.monotonic() + self._wait_seconds()
             while True:
-                while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
-                    if items + nxt.items > target or nxt.prompt != first.prompt:
+                while (
+                    self._queue and not isinstance(nxt := self._queue[0], _CallJob) and nxt.key == first.key
+                ):
+                    if items + nxt.items > target:
                         break
                     self._queue.popleft()
                     self._queued_items -= nxt.items
@@ -377,11 +409,15 @@ class Batcher:
         for job, counts in live:
             job.future.set_result(Embedded(vectors[offset : offset + job.items], counts, limit))
             offset += job.items
-        rate = len(texts) / max(seconds, 1e-6)
+        tokens = sum(min(count, limit) for _, counts in live for count in counts)
+        self.finished(BatchStats(len(live), len(texts), tokens, seconds))
+
+    def finished(self, stats: BatchStats) -> None:
+        """A merged batch is done: its rate feeds Retry-After, its stats the metrics."""
+        rate = stats.sentences / max(stats.seconds, 1e-6)
         self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate
         if self.on_batch is not None:
-            tokens = sum(min(count, limit) for _, counts in live for count in counts)
-            self.on_batch(BatchStats(len(live), len(texts), tokens, seconds))
+            self.on_batch(stats)
 
     def _encode_ids(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> np.ndarray:
         """``encode(texts)``'s vectors (n, dim) from the ids tokenized on arrival: inputs over the

@@ -18,7 +18,6 @@ from typing import Any
 
 import uvicorn
 
-from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.base.errors import ModelLoadError
 from sbert.inference.cuda.graphs import BATCH_BUCKETS
 from sbert.server.abilities import is_sparse
@@ -26,7 +25,13 @@ from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
 from sbert.server.gate import Gate
 from sbert.server.service import Service, Services
-from sbert.server.serving_plan import default_batch_tokens, on_gpu_pipeline, unpadded
+from sbert.server.serving_plan import (
+    default_batch_tokens,
+    on_gpu_pipeline,
+    parallel_passes,
+    pass_cost,
+    unpadded,
+)
 from sbert.server.settings import ServeOptions
 
 logger = logging.getLogger("sbert")
@@ -77,30 +82,17 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
         cross_encoder.predict([(WARM_UP[0], WARM_UP[1])])
     if on_gpu_pipeline(model):
         warm_up_graphs(model)
-    # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
-    parallel = _threads() if model.backend == "openvino" else 1
     batcher = Batcher(
-        model, options.batching, parallel, token_budget=budget, batch_cost_tokens=pass_cost(model)
+        model,
+        options.batching,
+        parallel_passes(model),
+        token_budget=budget,
+        batch_cost_tokens=pass_cost(model),
     )
     model_id, *aliases = names or [Path(str(model.name)).name]
     return Service(
         model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
     )
-
-
-def pass_cost(model: Any) -> int | None:
-    """What one forward pass costs beyond its tokens, for the batcher's cuts: the one measured on
-    OpenVINO (:data:`~sbert.base.batching.BATCH_COST_TOKENS`) where the model runs there; elsewhere
-    ``None``, batches of ``--max-batch-size`` as ``encode()`` cuts them: on PyTorch a pass's fixed
-    cost is the framework's, not OpenVINO's, and cut at 24 tokens a 32-sentence request of a small
-    model ran in several passes where one was cheaper (docs/benchmarks.md, the server's CPU proxy).
-
-    Examples:
-        >>> from types import SimpleNamespace
-        >>> pass_cost(SimpleNamespace(backend="openvino")), pass_cost(SimpleNamespace(backend="torch"))
-        (24, None)
-    """
-    return BATCH_COST_TOKENS if model.backend == "openvino" else None
 
 
 def load_index(model: Any, path: str) -> Any:
@@ -195,9 +187,3 @@ def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) ->
         for service in services.all:
             service.batcher.close(timeout=options.drain_timeout)
     return 0 if server.started else 1
-
-
-def _threads() -> int:
-    import torch
-
-    return max(1, torch.get_num_threads())
