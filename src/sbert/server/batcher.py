@@ -44,6 +44,7 @@ import scipy.sparse
 
 from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.inference.runner import RunOptions
+from sbert.server.engine import EngineProcess
 from sbert.server.serving_plan import CPU_BATCH_TOKENS
 from sbert.server.settings import BatchSettings
 from sbert.server.tokens import ArrivalTokens, Ids, TokenBudget
@@ -145,6 +146,8 @@ class Batcher:
             float32 or bf16) rows are packed instead.
         token_budget: Batches cut as TEI's queue cuts them (the GPU pipeline; see the module's
             docstring), of at most ``settings.max_batch_tokens`` tokens; ``None``: by sentences.
+        engine: The process that runs the forward passes (:mod:`sbert.server.engine`), where the
+            model's texts are tokenized on arrival; ``None``: this process, on the worker thread.
 
     Not run by the tests: it starts the worker thread (tests/server/test_batcher.py drives it).
 
@@ -166,6 +169,7 @@ class Batcher:
         in_flight: Callable[[], int] = lambda: 0,
         batch_cost_tokens: int | None = BATCH_COST_TOKENS,
         token_budget: TokenBudget | None = None,
+        engine: EngineProcess | None = None,
     ) -> None:
         if parallel_batches < 1:
             raise ValueError(f"parallel_batches must be at least 1, got {parallel_batches}")
@@ -180,6 +184,7 @@ class Batcher:
         self.in_flight = in_flight
         self.batch_cost_tokens = batch_cost_tokens
         self.token_budget = token_budget
+        self.engine = engine
         self._queue: deque[_EmbedJob | _CallJob] = deque()
         self._queued_items = 0
         self._closing = False
@@ -254,6 +259,8 @@ class Batcher:
             self._thread.join(timeout)
         if self.tokens is not None:
             self.tokens.close()
+        if self.engine is not None:
+            self.engine.close()
 
     def retry_after(self) -> int:
         """Whole seconds until the queue has likely drained (at least 1)."""
@@ -405,7 +412,10 @@ class Batcher:
             self.settings.pack,
             prompt_length=self.tokens.prompt_length(prompt),
         )
-        vectors = self.model.encode_token_ids(ids, options).numpy()  # (n, dim) float32
+        if self.engine is not None:
+            vectors = self.engine.run(ids, options)  # (n, dim) float32
+        else:
+            vectors = self.model.encode_token_ids(ids, options).numpy()  # (n, dim) float32
         truncate_dim = getattr(self.model, "truncate_dim", None)  # as encode() cuts them
         return vectors if truncate_dim is None else vectors[:, :truncate_dim]
 

@@ -10,7 +10,7 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -24,10 +24,12 @@ from sbert.inference.cuda.graphs import BATCH_BUCKETS
 from sbert.server.abilities import is_sparse
 from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
+from sbert.server.engine import EngineDied, EngineProcess
 from sbert.server.gate import Gate
 from sbert.server.service import Service, Services
 from sbert.server.serving_plan import default_batch_tokens, on_gpu_pipeline, unpadded
 from sbert.server.settings import ServeOptions
+from sbert.server.tokens import ArrivalTokens
 
 logger = logging.getLogger("sbert")
 WARM_UP = ["A warm-up sentence.", "Another, somewhat longer sentence to compile a second shape for."]
@@ -59,9 +61,12 @@ class DrainingServer(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) -> Service:
+def build_service(
+    model: Any, options: ServeOptions, names: Sequence[str] = (), load: Callable[[], Any] | None = None
+) -> Service:
     """The model's batcher, the index and the cross-encoder, all loaded and checked now; ``names``:
-    the names a request may give the model, the first the one answers give (none: its own name)."""
+    the names a request may give the model, the first the one answers give (none: its own name);
+    ``load``: how the engine process loads the model again (``options.engine_process``)."""
     index = load_index(model, options.index) if options.index else None
     cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
     budget = token_budget(model, options)  # before the warm-up: it builds the GPU pipeline
@@ -80,12 +85,33 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
     # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
     parallel = _threads() if model.backend == "openvino" else 1
     batcher = Batcher(
-        model, options.batching, parallel, token_budget=budget, batch_cost_tokens=pass_cost(model)
+        model,
+        options.batching,
+        parallel,
+        token_budget=budget,
+        batch_cost_tokens=pass_cost(model),
+        engine=engine_process(model, load) if options.engine_process else None,
     )
     model_id, *aliases = names or [Path(str(model.name)).name]
     return Service(
         model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
     )
+
+
+def engine_process(model: Any, load: Callable[[], Any] | None) -> EngineProcess | None:
+    """``--engine-process``: the model's forward passes in a process of their own, started and
+    loaded now (a model that fails to load there stops the server here); ``None`` where the server
+    does not tokenize the model's texts itself (a static model, a router, a sparse model), whose
+    ``encode()`` stays on the batcher's thread, or without a loader."""
+    if load is None or not ArrivalTokens.supports(model):
+        logger.warning("--engine-process: %s runs on the batcher's thread (no token ids to send)", model.name)
+        return None
+    engine = EngineProcess(load)
+    try:
+        engine.wait_ready()
+    except EngineDied as error:
+        raise ModelLoadError(f"--engine-process: {error}") from error
+    return engine
 
 
 def pass_cost(model: Any) -> int | None:
@@ -165,17 +191,24 @@ def load_cross_encoder(path: str) -> Any:
     return cross_encoder
 
 
-def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) -> int:
+def serve(
+    models: Sequence[tuple[Sequence[str], Any]],
+    options: ServeOptions,
+    loaders: Sequence[Callable[[], Any] | None] = (),
+) -> int:
     """Serve until SIGTERM (drained) or SIGINT; returns the exit status.
 
     ``models``: each model with its served names (:meth:`Services.names`), each with its own batcher
     (a request picks one by ``model``); the first is the default, and the one the index and the
-    cross-encoder go with.
+    cross-encoder go with. ``loaders``: how each model is loaded again, for ``--engine-process``.
     """
-    (names, model), *more = models
+    loads = list(loaders) or [None] * len(models)
     others = replace(options, index=None, cross_encoder=None)
     services = Services(
-        [build_service(model, options, names)] + [build_service(other, others, each) for each, other in more]
+        [
+            build_service(model, options if i == 0 else others, names, loads[i])
+            for i, (names, model) in enumerate(models)
+        ]
     )
     app = create_app(services, options.api_key, options.max_concurrent_requests)
     config = uvicorn.Config(
