@@ -37,6 +37,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -351,19 +352,28 @@ class Batcher:
             self._encode(live[run.start : run.stop])
 
     def _encode(self, live: list[tuple[_EmbedJob, list[int]]]) -> None:
-        """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error)."""
+        """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error). With an
+        engine process the call is sent and answered from the engine's thread when done, while this
+        worker forms the next batch (the engine never waits for the worker between two batches)."""
         if not live:  # every job of the take was refused (InputTooLong): nothing to encode
             return
-        limit = int(self.model.max_seq_length)
-        texts = [text for job, _ in live for text in job.texts]
-        size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
+        count = sum(job.items for job, _ in live)
+        size = max(1, min(self.settings.max_batch_size, math.ceil(count / self.parallel_batches)))
         start = time.perf_counter()
         try:
-            if self.tokens is not None:
-                vectors = self._encode_ids(live, size)
-            else:
-                vectors = self.model.encode(
-                    texts,
+            vectors = self._vectors(live, size)
+        except BaseException as error:
+            vectors = Future()
+            vectors.set_exception(error)
+        vectors.add_done_callback(partial(self._answer, live, start))
+
+    def _vectors(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> Future[Any]:
+        """The jobs' vectors (n, dim), in a future: done at once on this thread, or by the engine."""
+        done: Future[Any] = Future()
+        if self.tokens is None:
+            done.set_result(
+                self.model.encode(
+                    [text for job, _ in live for text in job.texts],
                     batch_size=size,
                     max_tokens=self.settings.max_batch_tokens,
                     batch_cost_tokens=self.batch_cost_tokens,
@@ -371,28 +381,45 @@ class Batcher:
                     show_progress_bar=False,
                     prompt=live[0][0].prompt,
                 )
-            # convert_to_tensor is off; a sparse model (server.sparse_served) gives a CSR matrix,
-            # which slices by rows below as an array does
-            assert isinstance(vectors, np.ndarray) or scipy.sparse.issparse(vectors)
-        except BaseException as error:
-            logger.exception("encoding a batch of %d sentences failed", len(texts))
+            )
+            return done
+        ids, options = self._token_ids(live, size)
+        if self.engine is not None:
+            return self.engine.submit(ids, options)
+        done.set_result(self.model.encode_token_ids(ids, options).numpy())  # (n, dim) float32
+        return done
+
+    def _answer(self, live: list[tuple[_EmbedJob, list[int]]], start: float, done: Future[Any]) -> None:
+        """Each job its rows of the batch's vectors, or the batch's error; the rate and metrics."""
+        limit = int(self.model.max_seq_length)
+        count = sum(job.items for job, _ in live)
+        error = done.exception()
+        if error is not None:
+            logger.error("encoding a batch of %d sentences failed", count, exc_info=error)
             for job, _ in live:
                 job.future.set_exception(error)
             return
+        vectors = done.result()
+        # convert_to_tensor is off; a sparse model (server.sparse_served) gives a CSR matrix,
+        # which slices by rows below as an array does
+        assert isinstance(vectors, np.ndarray) or scipy.sparse.issparse(vectors)
+        truncate_dim = getattr(self.model, "truncate_dim", None) if self.tokens is not None else None
+        if truncate_dim is not None:  # token ids run without it: cut as encode() cuts them
+            vectors = vectors[:, :truncate_dim]
         seconds = time.perf_counter() - start
         offset = 0
         for job, counts in live:
             job.future.set_result(Embedded(vectors[offset : offset + job.items], counts, limit))
             offset += job.items
-        rate = len(texts) / max(seconds, 1e-6)
+        rate = count / max(seconds, 1e-6)
         self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate
         if self.on_batch is not None:
             tokens = sum(min(count, limit) for _, counts in live for count in counts)
-            self.on_batch(BatchStats(len(live), len(texts), tokens, seconds))
+            self.on_batch(BatchStats(len(live), count, tokens, seconds))
 
-    def _encode_ids(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> np.ndarray:
-        """``encode(texts)``'s vectors (n, dim) from the ids tokenized on arrival: inputs over the
-        model's limit tokenized again with truncation (as ``encode()`` cuts them), the rest as they are."""
+    def _token_ids(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> tuple[Ids, RunOptions]:
+        """What ``encode(texts)`` runs, from the ids tokenized on arrival: inputs over the model's
+        limit tokenized again with truncation (as ``encode()`` cuts them), the rest as they are."""
         assert self.tokens is not None
         limit, prompt = int(self.model.max_seq_length), live[0][0].prompt
         ids: Ids = []
@@ -412,12 +439,7 @@ class Batcher:
             self.settings.pack,
             prompt_length=self.tokens.prompt_length(prompt),
         )
-        if self.engine is not None:
-            vectors = self.engine.run(ids, options)  # (n, dim) float32
-        else:
-            vectors = self.model.encode_token_ids(ids, options).numpy()  # (n, dim) float32
-        truncate_dim = getattr(self.model, "truncate_dim", None)  # as encode() cuts them
-        return vectors if truncate_dim is None else vectors[:, :truncate_dim]
+        return ids, options
 
     def _counted(self, jobs: list[_EmbedJob]) -> list[tuple[_EmbedJob, list[int]]]:
         """Each job with the token counts of its texts, prompt included (the jobs share one), from

@@ -23,13 +23,19 @@ with it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import multiprocessing
+import os
 import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from typing import Any
 
 import numpy as np
@@ -50,113 +56,168 @@ class EngineProcess:
     Args:
         load: A picklable function without arguments that returns the model (the command line
             passes its own loader with the parsed options: the engine loads what the server loaded).
+        in_flight: Batches sent and not yet answered, at most: 2, so that the engine has the next
+            batch while the server reads the last one's vectors, and the batcher still merges
+            the requests that arrive meanwhile (it waits in :meth:`submit` for a free place).
 
-    :meth:`run` is called from one thread (the batcher's). The process is started on construction
-    and again whenever it died; :meth:`close` stops it.
+    The process is started on construction and again whenever it died; a thread of the server
+    reads its answers in order and completes each batch's future. :meth:`close` stops it.
 
     Examples:
         >>> from functools import partial
         >>> from sbert import SentenceEncoder
         >>> engine = EngineProcess(partial(SentenceEncoder.from_pretrained, precision="float32"))  # doctest: +SKIP
-        >>> engine.run([[101, 2023, 102]], RunOptions()).shape  # doctest: +SKIP
+        >>> engine.submit([[101, 2023, 102]], RunOptions()).result().shape  # doctest: +SKIP
         (1, 384)
         >>> engine.close()  # doctest: +SKIP
     """
 
-    def __init__(self, load: Callable[[], Any]) -> None:
+    def __init__(self, load: Callable[[], Any], in_flight: int = 2) -> None:
         self.load = load
-        self._context = multiprocessing.get_context("spawn")  # no fork of a process with threads
-        self._process: BaseProcess | None = None
+        self._places = threading.BoundedSemaphore(in_flight)
+        self._lock = threading.Lock()  # the process, its pipe and the batches it holds
+        self._pending: deque[Future[np.ndarray]] = deque()  # sent, in the order the engine answers
+        self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
-        self._ready = False
+        self._ready = threading.Event()
+        self._load_error: str | None = None
+        self._closing = False
         self._start()
 
     @property
     def pid(self) -> int | None:
-        """The engine's process id (``None`` before it started)."""
-        return self._process.pid if self._process is not None else None
+        """The engine's process id (``None`` while none runs)."""
+        process = self._process
+        return process.pid if process is not None else None
 
-    def wait_ready(self) -> None:
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until the engine has loaded its model (at start-up, so that no request waits for it).
 
         Raises:
-            EngineDied: it exited while loading (the model failed to load there); a new one is started.
+            EngineDied: it did not load its model (the message says why).
         """
-        if self._ready:
-            return
-        assert self._connection is not None
-        try:
-            if not self._connection.poll(READY_TIMEOUT):
-                raise EngineDied(f"the engine process did not load its model in {READY_TIMEOUT:.0f} s")
-            message = self._connection.recv()
-        except (EOFError, OSError):
-            raise self._died("while loading its model") from None
-        if message[0] == "error":
-            self._stop()
-            raise EngineDied(f"the engine process could not load the model: {message[1]}")
-        self._ready = True
+        if not self._ready.wait(timeout):
+            raise EngineDied(f"the engine process did not load its model in {timeout:.0f} s")
+        if self._load_error is not None:
+            raise EngineDied(f"the engine process could not load the model: {self._load_error}")
 
-    def run(self, ids: Sequence[Sequence[int]], options: RunOptions) -> np.ndarray:
-        """The vectors ``(n, dim)`` float32 of ``ids``, as ``model.encode_token_ids(ids, options)``
-        gives them in the engine.
+    def submit(self, ids: Sequence[Sequence[int]], options: RunOptions) -> Future[np.ndarray]:
+        """The vectors ``(n, dim)`` float32 of ``ids`` as ``model.encode_token_ids(ids, options)``
+        gives them in the engine, in a future; waits while ``in_flight`` batches are out.
 
-        Raises:
-            EngineDied: the engine exited meanwhile (a new one is started).
-            RuntimeError: the model raised in the engine (its type and message; the engine goes on).
+        The future's error: :class:`EngineDied` (the engine exited meanwhile; a new one is started),
+        or a ``RuntimeError`` with the model's error (the engine goes on).
         """
-        self.wait_ready()
-        assert self._connection is not None
+        future: Future[np.ndarray] = Future()
+        future.set_running_or_notify_cancel()
+        self._places.acquire()
+        future.add_done_callback(lambda _: self._places.release())
         try:
+            self.wait_ready()
+        except EngineDied as error:  # never sent
+            future.set_exception(error)
+            return future
+        with self._lock, contextlib.suppress(OSError):  # a broken pipe: the reader fails the batch
+            assert self._connection is not None
+            self._pending.append(future)
             self._connection.send((list(ids), options))
-            status, payload = self._connection.recv()
-        except (EOFError, OSError):
-            raise self._died("while encoding a batch") from None
-        if status == "error":
-            raise RuntimeError(f"the engine process failed on this batch: {payload}")
-        vectors: np.ndarray = payload
-        return vectors
+        return future
 
     def close(self, timeout: float = 30.0) -> None:
-        """Stop the engine: asked to exit once its batch is done, killed after ``timeout`` s."""
-        if self._process is None:
+        """Stop the engine once the batches sent are answered; killed after ``timeout`` s."""
+        with self._lock:
+            self._closing = True
+            connection, process = self._connection, self._process
+        if process is None or connection is None:
             return
+        with contextlib.suppress(OSError):  # already gone
+            connection.send(None)
         try:
-            assert self._connection is not None
-            self._connection.send(None)
-        except (OSError, ValueError):  # already gone
-            pass
-        self._process.join(timeout)
-        self._stop()
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
     def _start(self) -> None:
-        parent, child = self._context.Pipe()
-        self._process = self._context.Process(
-            target=_serve, args=(child, self.load), name="sbert-engine", daemon=True
+        """A new engine: a fresh interpreter (not a fork of this process and its threads, not
+        multiprocessing's spawn, which imports the caller's main module again), the model's loader
+        its first message."""
+        ours, theirs = socket.socketpair()
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)},
         )
-        self._process.start()
-        child.close()  # the engine holds the only other end: its exit is an EOF here
-        self._connection, self._ready = parent, False
+        theirs.close()  # the engine holds the only other end: its exit is an EOF here
+        connection = Connection(ours.detach())
+        connection.send(self.load)
+        self._process, self._connection, self._load_error = process, connection, None
+        self._ready.clear()
+        threading.Thread(
+            target=self._read, args=(process, connection), name="sbert-engine-reader", daemon=True
+        ).start()
 
-    def _died(self, doing: str) -> EngineDied:
-        """The error for the batch the dead engine held; a new engine is started meanwhile."""
-        assert self._process is not None
-        self._process.join(5)
-        code = self._process.exitcode
-        exit_text = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-        logger.error(
-            "the engine process (pid %s) died %s (%s); starting a new one", self.pid, doing, exit_text
-        )
-        self._stop()
-        self._start()
-        return EngineDied(f"the engine process died {doing} ({exit_text}); a new one is starting")
+    def _read(self, process: subprocess.Popen[bytes], connection: Connection) -> None:
+        """Answer the batches this process holds, in order, until it exits; then fail what it
+        held and start the next (unless closing). An engine that cannot load its model is not
+        started again: every batch then fails with the reason."""
+        try:
+            status, payload = connection.recv()
+        except (EOFError, OSError):
+            status, payload = "error", f"it exited while loading ({_exit_text(process)})"
+        if status == "error":
+            self._load_error = payload
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while True:
+                status, payload = connection.recv()
+                with self._lock:
+                    future = self._pending.popleft()
+                if status == "error":
+                    future.set_exception(RuntimeError(f"the engine process failed on this batch: {payload}"))
+                else:
+                    future.set_result(payload)
+        except (EOFError, OSError):
+            self._died(process, connection)
 
-    def _stop(self) -> None:
-        if self._process is not None and self._process.is_alive():
-            self._process.kill()
-            self._process.join(5)
-        if self._connection is not None:
-            self._connection.close()
-        self._process, self._connection, self._ready = None, None, False
+    def _died(self, process: subprocess.Popen[bytes], connection: Connection) -> None:
+        exit_text = _exit_text(process)
+        with self._lock:
+            held, self._pending = list(self._pending), deque()
+            connection.close()
+            if not self._closing:
+                logger.error(
+                    "the engine process (pid %s) died (%s); starting a new one", process.pid, exit_text
+                )
+                self._start()
+        for future in held:
+            future.set_exception(
+                EngineDied(f"the engine process died ({exit_text}) with this batch; a new one is starting")
+            )
+
+
+def _exit_text(process: subprocess.Popen[bytes]) -> str:
+    """``killed by signal 9`` or ``exit status 1`` of a process that exited (waited for up to 5 s)."""
+    try:
+        code: int | None = process.wait(5)
+    except subprocess.TimeoutExpired:
+        code = None
+    return f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+
+
+_BOOT = "import sys; from sbert.server.engine import main; main(int(sys.argv[1]))"
+
+
+def main(fd: int) -> None:
+    """The engine process's entry: its end of the server's socket is file descriptor ``fd``."""
+    connection = Connection(fd)
+    try:
+        load = connection.recv()
+    except (EOFError, OSError):
+        return
+    _serve(connection, load)
 
 
 def _serve(connection: Connection, load: Callable[[], Any]) -> None:
