@@ -19,7 +19,6 @@ import platform
 import signal
 import socket
 import statistics
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,8 +29,7 @@ import uvloop
 from alternating import alternating_order
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
-from serve_load import HOST, Phase, closed_loop, start_server
-from standin import bundled_standin
+from serve_load import HOST, Phase, closed_loop, run_on_model, start_server
 
 SIDES = {"thread": "", "engine": "--engine-process"}
 
@@ -55,11 +53,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", default="benchmarks/results/serve_engine.json")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as work:
-        if args.standin:
-            args.model = str(bundled_standin(Path(work) / "standin"))
-        run(args)
+    run_on_model(parser.parse_args(), run)
 
 
 def run(args: argparse.Namespace) -> None:
