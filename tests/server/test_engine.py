@@ -25,10 +25,15 @@ from sbert.server.engine import EngineDied, EngineProcess
 TEXTS = ["a man plays the guitar", "the dog runs", "rain", "a child is eating food in the park"]
 
 
-def test_a_batcher_with_an_engine_gives_the_vectors_of_encode(tiny_model_dir: Path) -> None:
+def test_a_batcher_with_an_engine_gives_the_vectors_of_encode_and_a_failing_batch_fails_alone(
+    tiny_model_dir: Path,
+) -> None:
     model = tiny(tiny_model_dir)
     engine = EngineProcess(partial(tiny, tiny_model_dir))
-    batcher = Batcher(model, engine=engine)
+    bad = engine.submit([[1, 10**9, 2]], RunOptions())  # an id past the vocabulary
+    with pytest.raises(RuntimeError, match="the engine process failed on this batch: IndexError"):
+        bad.result(timeout=120)
+    batcher = Batcher(model, engine=engine)  # the same engine goes on
     futures = [batcher.embed(TEXTS[:1]), batcher.embed(TEXTS[1:]), batcher.embed(TEXTS, prompt="query: ")]
     batcher.start()
     try:
@@ -38,20 +43,7 @@ def test_a_batcher_with_an_engine_gives_the_vectors_of_encode(tiny_model_dir: Pa
     np.testing.assert_allclose(results[0].vectors, model.encode(TEXTS[:1]), atol=1e-6)
     np.testing.assert_allclose(results[1].vectors, model.encode(TEXTS[1:]), atol=1e-6)
     np.testing.assert_allclose(results[2].vectors, model.encode(TEXTS, prompt="query: "), atol=1e-6)
-    assert engine.pid is None or not psutil.pid_exists(engine.pid)
-
-
-def test_a_batch_that_fails_in_the_engine_fails_alone(tiny_model_dir: Path) -> None:
-    engine = EngineProcess(partial(tiny, tiny_model_dir))
-    try:
-        ids = list(tiny(tiny_model_dir).token_ids(TEXTS).ids)
-        bad = engine.submit([[1, 10**9, 2]], RunOptions())  # an id past the vocabulary
-        good = engine.submit(ids, RunOptions())
-        with pytest.raises(RuntimeError, match="the engine process failed on this batch: IndexError"):
-            bad.result(timeout=60)
-        assert good.result(timeout=60).shape == (len(TEXTS), tiny(tiny_model_dir).dim)
-    finally:
-        engine.close()
+    assert engine.pid is not None and not psutil.pid_exists(engine.pid)  # closed with the batcher
 
 
 def test_a_killed_engine_fails_its_batch_and_is_replaced(tiny_model_dir: Path) -> None:

@@ -208,6 +208,8 @@ class Batcher:
         """Take the next unit of work (waiting for one) and run it on the calling thread; ``False``
         once closed and drained. The worker thread loops on it; a test may call it from its own
         thread instead of :meth:`start` (the CUDA-rules fixture watches one thread)."""
+        if self.engine is not None:  # take the requests when the engine has room for them
+            self.engine.wait_for_room()
         work = self._take()
         if work is None:
             return False

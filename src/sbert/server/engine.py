@@ -101,6 +101,13 @@ class EngineProcess:
         if self._load_error is not None:
             raise EngineDied(f"the engine process could not load the model: {self._load_error}")
 
+    def wait_for_room(self) -> None:
+        """Wait until fewer than ``in_flight`` batches are out: the batcher waits here before it takes
+        the next requests, so that a batch holds every request that arrived while the engine was
+        busy, not only those that came before it had room (:meth:`submit` then does not wait)."""
+        with self._places:
+            pass
+
     def submit(self, ids: Sequence[Sequence[int]], options: RunOptions) -> Future[np.ndarray]:
         """The vectors ``(n, dim)`` float32 of ``ids`` as ``model.encode_token_ids(ids, options)``
         gives them in the engine, in a future; waits while ``in_flight`` batches are out.
