@@ -23,6 +23,10 @@ sentences × longest where it pads), and the next request that would pass it sta
 call: a request over the budget alone is one call, which the pipeline cuts into budget-sized passes.
 Each batch's requests are answered as soon as it is done.
 
+With an engine process (``sbert serve --engine-process``, :mod:`sbert.server.engine`) the worker
+sends each batch's token ids there and takes the next requests as soon as the engine has room (two
+batches out at most); each batch is answered from the engine's reader thread.
+
 A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
 """
 
