@@ -7,7 +7,8 @@ this process, ``--repeats`` rounds, median of the per-round ratios (issue 53).
         python benchmarks/serve_engine.py --standin --concurrency 64 --size 32 --format base64
 
 The load generator is ``benchmarks/serve_load.py``'s (asyncio streams on uvloop, on the same cores);
-the CPU seconds of each server (the engine process included) and of the client are summed per side.
+the CPU seconds of each server (the engine process included) and of the client are summed per side;
+``--threads`` also prints each server's CPU seconds by thread, over the timed phases.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import platform
 import signal
 import socket
 import statistics
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +34,15 @@ from sbert.data import read_stsb
 from serve_load import HOST, Phase, closed_loop, run_on_model, start_server
 
 SIDES = {"thread": "", "engine": "--engine-process"}
+
+
+def thread_seconds(work: Path, pid: int) -> dict[str, float]:
+    """A server's CPU seconds so far by thread (``--threads``; empty without), read once settled."""
+    path = work / f"cpu.{pid}.json"
+    if not path.is_file():
+        return {}
+    time.sleep(0.3)  # the file is written every 0.25 s
+    return json.loads(path.read_text())
 
 
 def cpu_with_children(pid: int) -> float:
@@ -53,6 +64,9 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=2048)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--output", default="benchmarks/results/serve_engine.json")
+    parser.add_argument(
+        "--threads", action="store_true", help="each server's CPU seconds by thread (benchmarks/thread_cpu)"
+    )
     run_on_model(parser.parse_args(), run)
 
 
@@ -65,6 +79,12 @@ def run(args: argparse.Namespace) -> None:
     )
     model.encode(texts[:256], show_progress_bar=False)
     servers = {}
+    work = Path(tempfile.mkdtemp(prefix="sbert-thread-cpu-"))
+    if args.threads:  # the servers inherit it
+        os.environ["SBERT_THREAD_CPU"] = str(work / "cpu")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(Path(__file__).parent / "thread_cpu"), os.environ.get("PYTHONPATH", "")]
+        )
     try:
         for side, extra in SIDES.items():
             with socket.socket() as sock:
@@ -78,23 +98,35 @@ def run(args: argparse.Namespace) -> None:
         seconds: dict[str, list[float]] = {name: [] for name in ["direct", *SIDES]}
         cpu = dict.fromkeys(seconds, 0.0)
         phases = {side: Phase() for side in SIDES}
+        threads: dict[str, dict[str, float]] = {side: {} for side in seconds}  # CPU seconds by thread
         for repeat in range(args.repeats):
             for side in alternating_order(["direct", *SIDES], repeat):
+                process, port = servers.get(side, (None, 0))
+                pid = process.pid if process is not None else 0
+                threads_before = thread_seconds(work, pid)  # outside the timed part: it sleeps
                 start, own = time.perf_counter(), time.process_time()
-                if side == "direct":
+                if process is None:
                     model.encode(texts, batch_size=32, show_progress_bar=False)
                 else:
-                    process, port = servers[side]
-                    before = cpu_with_children(process.pid)
+                    before = cpu_with_children(pid)
                     uvloop.run(closed_loop(port, requests, args.concurrency, phases[side], args.format))
-                    cpu[side] += cpu_with_children(process.pid) - before
+                    cpu[side] += cpu_with_children(pid) - before
                 seconds[side].append(time.perf_counter() - start)
                 cpu[side] += time.process_time() - own
+                for name, spent in thread_seconds(work, pid).items():
+                    threads[side][name] = threads[side].get(name, 0.0) + spent - threads_before.get(name, 0.0)
     finally:
         for process, _ in servers.values():
             process.send_signal(signal.SIGTERM)
             process.wait(60)
     report(args, model, seconds, cpu, phases, len(texts))
+    for name, each in threads.items():  # the engine process has no `serve` argument: not counted
+        if not each:
+            continue
+        print(
+            f"  threads of {name}: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(each.items(), key=lambda kv: -kv[1]))
+        )
 
 
 def report(
