@@ -47,107 +47,59 @@ def test_no_numeric_option_is_parsed_without_a_range() -> None:
     assert unchecked == []
 
 
+# The commands, up to the option under test.
+SEARCH, CORPUS = ["search", "q", "--index", "i"], ["search", "q", "--corpus", "c"]
+ENCODE, BUILD = ["encode", "in.txt", "-o", "o.npy"], ["index", "build", "--corpus", "c", "-o", "i"]
+CLUSTER, TRAIN = ["cluster", "in.txt"], ["train", "stsb", "-o", "out"]
+WHOLE, FINITE = "expected a whole number of at least 1", "expected a finite number of at least 0"
+
+
 @pytest.mark.parametrize(
-    ("argv", "expected"),
+    ("command", "option", "expected"),
     [
+        (SEARCH, ["--query-cut", "-5"], f"--query-cut: {WHOLE}, got '-5'"),
+        (SEARCH, ["--query-cut", "0"], f"--query-cut: {WHOLE}, got '0'"),
+        (SEARCH, ["--heap-factor", "-1"], f"--heap-factor: {FINITE}, got '-1'"),
+        (SEARCH, ["--heap-factor", "nan"], f"--heap-factor: {FINITE}, got 'nan'"),
+        (SEARCH, ["--weights", "nan", "1"], f"--weights: {FINITE}, got 'nan'"),
+        (SEARCH, ["--weights", "inf", "1"], f"--weights: {FINITE}, got 'inf'"),
+        (SEARCH, ["--weights", "-1", "1"], f"--weights: {FINITE}, got '-1'"),
+        (CORPUS, ["-k", "0"], f"--top-k/-k: {WHOLE}, got '0'"),
         (
-            ["search", "q", "--index", "i", "--query-cut", "-5"],
-            "--query-cut: expected a whole number of at least 1, got '-5'",
+            SEARCH,
+            ["--rescore-with", "M", "--rescore-candidates", "0"],
+            f"--rescore-candidates: {WHOLE}, got '0'",
         ),
+        (CORPUS, ["--fusion-candidates", "0"], WHOLE),
+        (ENCODE, ["--batch-size", "0"], f"--batch-size: {WHOLE}, got '0'"),
+        (ENCODE, ["--batch-size", "2.5"], f"--batch-size: {WHOLE}, got '2.5'"),
+        (ENCODE, ["--max-tokens", "-1"], f"--max-tokens: {WHOLE}"),
+        (ENCODE, ["--dimensions", "0"], f"--dimensions: {WHOLE}"),
+        (CLUSTER, ["--threshold", "1.5"], "--threshold: expected a finite number from -1 to 1, got '1.5'"),
+        (CLUSTER, ["--threshold", "nan"], "--threshold: expected a finite number from -1 to 1, got 'nan'"),
+        (["mine", "in.txt"], ["--min-score", "inf"], "--min-score: expected a finite number, got 'inf'"),
+        (BUILD, ["--max-memory", "0"], "expected a memory size above 0"),
+        (BUILD, ["--max-memory", "lots"], "not a memory size: 'lots'"),
+        (["serve"], ["--port", "70000"], "--port: expected a whole number from 0 to 65535, got '70000'"),
+        (["serve"], ["--batch-wait-ms", "nan"], f"--batch-wait-ms: {FINITE}, got 'nan'"),
+        (["serve"], ["--drain-timeout", "-1"], f"--drain-timeout: {FINITE}"),
+        (["serve"], ["--max-items", "0"], f"--max-items: {WHOLE}, got '0'"),
+        (TRAIN, ["--warmup", "1.5"], "--warmup: expected a finite number from 0 to 1, got '1.5'"),
+        (TRAIN, ["--lr", "0"], "--lr: expected a finite number above 0, got '0'"),
+        (TRAIN, ["--lr", "nan"], "--lr: expected a finite number above 0, got 'nan'"),
+        (["train", "sparse", "-o", "out"], ["--query-regularizer-weight", "-1"], f"{FINITE}, got '-1'"),
         (
-            ["search", "q", "--index", "i", "--query-cut", "0"],
-            "--query-cut: expected a whole number of at least 1, got '0'",
-        ),
-        (
-            ["search", "q", "--index", "i", "--heap-factor", "-1"],
-            "--heap-factor: expected a finite number of at least 0, got '-1'",
-        ),
-        (
-            ["search", "q", "--index", "i", "--heap-factor", "nan"],
-            "--heap-factor: expected a finite number of at least 0, got 'nan'",
-        ),
-        (
-            ["search", "q", "--index", "i", "--weights", "nan", "1"],
-            "--weights: expected a finite number of at least 0, got 'nan'",
-        ),
-        (
-            ["search", "q", "--index", "i", "--weights", "inf", "1"],
-            "--weights: expected a finite number of at least 0, got 'inf'",
-        ),
-        (
-            ["search", "q", "--index", "i", "--weights", "-1", "1"],
-            "--weights: expected a finite number of at least 0, got '-1'",
-        ),
-        (
-            ["search", "q", "--corpus", "c", "-k", "0"],
-            "--top-k/-k: expected a whole number of at least 1, got '0'",
-        ),
-        (
-            ["search", "q", "--index", "i", "--rescore-with", "M", "--rescore-candidates", "0"],
-            "--rescore-candidates: expected a whole number of at least 1, got '0'",
-        ),
-        (
-            ["search", "q", "--corpus", "c", "--fusion-candidates", "0"],
-            "expected a whole number of at least 1",
-        ),
-        (
-            ["encode", "in.txt", "-o", "o.npy", "--batch-size", "0"],
-            "--batch-size: expected a whole number of at least 1, got '0'",
-        ),
-        (
-            ["encode", "in.txt", "-o", "o.npy", "--batch-size", "2.5"],
-            "--batch-size: expected a whole number of at least 1, got '2.5'",
-        ),
-        (
-            ["encode", "in.txt", "-o", "o.npy", "--max-tokens", "-1"],
-            "--max-tokens: expected a whole number of at least 1",
-        ),
-        (
-            ["encode", "in.txt", "-o", "o.npy", "--dimensions", "0"],
-            "--dimensions: expected a whole number of at least 1",
-        ),
-        (
-            ["cluster", "in.txt", "--threshold", "1.5"],
-            "--threshold: expected a finite number from -1 to 1, got '1.5'",
-        ),
-        (
-            ["cluster", "in.txt", "--threshold", "nan"],
-            "--threshold: expected a finite number from -1 to 1, got 'nan'",
-        ),
-        (["mine", "in.txt", "--min-score", "inf"], "--min-score: expected a finite number, got 'inf'"),
-        (
-            ["index", "build", "--corpus", "c", "-o", "i", "--max-memory", "0"],
-            "expected a memory size above 0",
-        ),
-        (["index", "build", "--corpus", "c", "-o", "i", "--max-memory", "lots"], "not a memory size: 'lots'"),
-        (["serve", "--port", "70000"], "--port: expected a whole number from 0 to 65535, got '70000'"),
-        (
-            ["serve", "--batch-wait-ms", "nan"],
-            "--batch-wait-ms: expected a finite number of at least 0, got 'nan'",
-        ),
-        (["serve", "--drain-timeout", "-1"], "--drain-timeout: expected a finite number of at least 0"),
-        (["serve", "--max-items", "0"], "--max-items: expected a whole number of at least 1, got '0'"),
-        (
-            ["train", "stsb", "-o", "out", "--warmup", "1.5"],
-            "--warmup: expected a finite number from 0 to 1, got '1.5'",
-        ),
-        (["train", "stsb", "-o", "out", "--lr", "0"], "--lr: expected a finite number above 0, got '0'"),
-        (["train", "stsb", "-o", "out", "--lr", "nan"], "--lr: expected a finite number above 0, got 'nan'"),
-        (
-            ["train", "sparse", "-o", "out", "--query-regularizer-weight", "-1"],
-            "expected a finite number of at least 0, got '-1'",
-        ),
-        (
-            ["distill", "static", "-o", "out", "--learning-rate", "-0.1"],
+            ["distill", "static", "-o", "out"],
+            ["--learning-rate", "-0.1"],
             "--learning-rate: expected a finite number above 0",
         ),
     ],
 )
 def test_out_of_range_values_are_refused_with_the_range(
-    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+    command: list[str], option: list[str], expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(argv)
+        main([*command, *option])
     assert exit_info.value.code == 2  # a usage error, before any model or index is read
     assert expected in capsys.readouterr().err
 
@@ -189,79 +141,99 @@ def test_the_checkers(parse, good: dict[str, float], bad: list[str]) -> None:  #
             parse(text)
 
 
-@pytest.mark.parametrize(
-    ("settings", "message"),
-    [
-        ({"query_cut": -5}, "query_cut must be a whole number of at least 1, got -5"),
-        ({"query_cut": 0}, "query_cut must be a whole number of at least 1, got 0"),
-        ({"heap_factor": -1.0}, "heap_factor must be a finite number of at least 0, got -1.0"),
-        ({"heap_factor": float("nan")}, "heap_factor must be a finite number of at least 0, got nan"),
-    ],
-)
-def test_a_seismic_index_refuses_bad_search_settings(settings: dict[str, float], message: str) -> None:
+def _seismic_index():  # type: ignore[no-untyped-def]
     from sbert.index.sparse_index import SparseIndex
 
     corpus = scipy.sparse.random(60, 50, density=0.2, format="csr", random_state=0, dtype=np.float32)
-    index = SparseIndex.build(corpus, kind="seismic")
-    with pytest.raises(ValueError, match=message):
-        index.search(corpus[:2], top_k=3, **settings)  # type: ignore[arg-type]
+    return SparseIndex.build(corpus, kind="seismic"), corpus
 
 
-def test_a_zero_heap_factor_is_used_not_replaced_by_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sbert.index import seismic
-    from sbert.index.sparse_index import SparseIndex
-
-    corpus = scipy.sparse.random(60, 50, density=0.2, format="csr", random_state=0, dtype=np.float32)
-    index = SparseIndex.build(corpus, kind="seismic")
-    seen: list[dict[str, float]] = []
-    real = seismic.search
-    monkeypatch.setattr(seismic, "search", lambda e, q, k, s: seen.append(dict(s)) or real(e, q, k, s))
-    index.search(corpus[:1], top_k=3, heap_factor=0.0)
-    assert seen[0]["heap_factor"] == 0.0
+def _seismic_search(**settings: float) -> None:
+    index, corpus = _seismic_index()
+    index.search(corpus[:2], top_k=3, **settings)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("weights", [(0.0, 0.0), (float("nan"), 1.0), (float("inf"), 1.0)])
-def test_fusion_refuses_weights_that_give_no_ranking(weights: tuple[float, float]) -> None:
+def _fuse(weights: tuple[float, float]) -> None:
     from sbert.embeddings.search import Hit
     from sbert.index.hybrid import fuse
 
-    with pytest.raises(ValueError, match="fusion weights must be finite, 0 or more and not all 0"):
-        fuse([[Hit(1, 0.5)]], [[Hit(1, 2.0)]], "weighted", weights=weights)
+    fuse([[Hit(1, 0.5)]], [[Hit(1, 2.0)]], "weighted", weights=weights)
+
+
+def _server_settings(name: str):  # type: ignore[no-untyped-def]
+    from sbert.server import settings
+
+    return getattr(settings, name)
+
+
+# What the library builds or runs from each value the command line range-checks, by name.
+LIBRARY = {
+    "seismic search": _seismic_search,
+    "fusion": _fuse,
+    "BatchSettings": lambda **settings: _server_settings("BatchSettings")(**settings),
+    "Limits": lambda **settings: _server_settings("Limits")(**settings),
+    "ServeOptions": lambda **settings: _server_settings("ServeOptions")(**settings),
+}
+FUSION_REFUSED = "fusion weights must be finite, 0 or more and not all 0"
 
 
 @pytest.mark.parametrize(
-    ("settings", "message"),
+    ("where", "settings", "message"),
     [
-        ({"batch_wait_ms": float("nan")}, "batch_wait_ms must be a finite number of at least 0.0, got nan"),
-        ({"max_batch_size": 0}, "max_batch_size must be a whole number of at least 1, got 0"),
-    ],
-)
-def test_server_batch_settings_are_checked(settings: dict[str, float], message: str) -> None:
-    from sbert.server.settings import BatchSettings
-
-    with pytest.raises(ValueError, match=message):
-        BatchSettings(**settings)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("kind", "settings", "message"),
-    [
-        ("limits", {"max_items": 0}, "max_items must be a whole number of at least 1, got 0"),
-        ("limits", {"max_body_bytes": -1}, "max_body_bytes must be a whole number of at least 1"),
-        ("serve", {"port": 70000}, "port must be a whole number from 0 to 65535, got 70000"),
-        ("serve", {"drain_timeout": float("inf")}, "drain_timeout must be a finite number of at least 0.0"),
+        ("seismic search", {"query_cut": -5}, "query_cut must be a whole number of at least 1, got -5"),
+        ("seismic search", {"query_cut": 0}, "query_cut must be a whole number of at least 1, got 0"),
         (
-            "serve",
+            "seismic search",
+            {"heap_factor": -1.0},
+            "heap_factor must be a finite number of at least 0, got -1.0",
+        ),
+        (
+            "seismic search",
+            {"heap_factor": float("nan")},
+            "heap_factor must be a finite number of at least 0, got nan",
+        ),
+        ("fusion", {"weights": (0.0, 0.0)}, FUSION_REFUSED),
+        ("fusion", {"weights": (float("nan"), 1.0)}, FUSION_REFUSED),
+        ("fusion", {"weights": (float("inf"), 1.0)}, FUSION_REFUSED),
+        (
+            "BatchSettings",
+            {"batch_wait_ms": float("nan")},
+            "batch_wait_ms must be a finite number of at least 0.0, got nan",
+        ),
+        (
+            "BatchSettings",
+            {"max_batch_size": 0},
+            "max_batch_size must be a whole number of at least 1, got 0",
+        ),
+        ("Limits", {"max_items": 0}, "max_items must be a whole number of at least 1, got 0"),
+        ("Limits", {"max_body_bytes": -1}, "max_body_bytes must be a whole number of at least 1"),
+        ("ServeOptions", {"port": 70000}, "port must be a whole number from 0 to 65535, got 70000"),
+        (
+            "ServeOptions",
+            {"drain_timeout": float("inf")},
+            "drain_timeout must be a finite number of at least 0.0",
+        ),
+        (
+            "ServeOptions",
             {"max_concurrent_requests": 0},
             "max_concurrent_requests must be a whole number of at least 1",
         ),
     ],
 )
-def test_server_options_are_checked(kind: str, settings: dict[str, float], message: str) -> None:
-    from sbert.server.settings import Limits, ServeOptions
-
+def test_the_library_refuses_the_same_values(where: str, settings: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        (Limits if kind == "limits" else ServeOptions)(**settings)  # type: ignore[arg-type]
+        LIBRARY[where](**settings)
+
+
+def test_a_zero_heap_factor_is_used_not_replaced_by_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sbert.index import seismic
+
+    index, corpus = _seismic_index()
+    seen: list[dict[str, float]] = []
+    real = seismic.search
+    monkeypatch.setattr(seismic, "search", lambda e, q, k, s: seen.append(dict(s)) or real(e, q, k, s))
+    index.search(corpus[:1], top_k=3, heap_factor=0.0)
+    assert seen[0]["heap_factor"] == 0.0
 
 
 def test_json_is_written_without_nan_and_names_the_place() -> None:

@@ -22,26 +22,18 @@ PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch
 LOGIT_BOUND = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
-@pytest.fixture(scope="module")
-def saved(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("cross") / "ce"
-    CrossEncoder.from_pretrained(tiny_model_dir, num_labels=3, device="cpu").save(path)
-    return path
-
-
 @pytest.mark.parametrize("precision", list(PRECISIONS))
 def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
-    saved: Path, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch, precision: str
+    saved_cross_encoder: Path, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch, precision: str
 ) -> None:
     texts = gpu_sentences(60, seed=5, longest=20)
     pairs = list(zip(texts[:30], texts[30:]))
     with cuda_rules.paused():
-        oracle = STCrossEncoder(str(saved), device="cpu").predict(
+        oracle = STCrossEncoder(str(saved_cross_encoder), device="cpu").predict(
             pairs, activation_fn=torch.nn.Identity(), convert_to_tensor=True
         )
     plan_as_on_cuda(monkeypatch)
-    model = CrossEncoder.from_pretrained(saved, device="cpu", precision=precision)
+    model = CrossEncoder.from_pretrained(saved_cross_encoder, device="cpu", precision=precision)
     # The model says it is on CUDA (its weights are on the CPU, watched by the rules): scoring
     # must take the plan's runner, not the whole transformers model on that device.
     monkeypatch.setattr(CrossEncoder, "device", property(lambda self: torch.device("cuda:0")))

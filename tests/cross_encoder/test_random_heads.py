@@ -9,7 +9,6 @@ import logging
 from pathlib import Path
 
 import pytest
-import torch
 from safetensors.torch import load_file, save_file
 from tests.sparse.conftest import build_tiny_mlm
 
@@ -20,14 +19,6 @@ from sbert.cross_encoder import CrossEncoder
 @pytest.fixture(scope="module")
 def mlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_mlm(tmp_path_factory.mktemp("mlm"))
-
-
-@pytest.fixture(scope="module")
-def saved_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("ce") / "ce"
-    CrossEncoder.from_pretrained(tiny_model_dir, num_labels=3, device="cpu").save(folder)
-    return folder
 
 
 def _without(source: Path, target: Path, drop: str) -> Path:
@@ -56,30 +47,32 @@ def test_a_masked_lm_folder_gets_a_new_head_with_a_warning_naming_it(
 
 
 def test_num_labels_other_than_the_saved_heads_is_refused_as_in_sentence_transformers(
-    saved_dir: Path,
+    saved_cross_encoder: Path,
 ) -> None:
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
     with pytest.raises(RuntimeError):
-        STCrossEncoder(str(saved_dir), num_labels=1, device="cpu")
+        STCrossEncoder(str(saved_cross_encoder), num_labels=1, device="cpu")
     for load in (CrossEncoder, CrossEncoder.from_pretrained):
         with pytest.raises(
             ModelLoadError, match=r"config\.json: the saved head has 3 outputs, and num_labels=1"
         ):
-            load(saved_dir, num_labels=1, device="cpu")
-    assert CrossEncoder(saved_dir, num_labels=3, device="cpu").num_labels == 3
+            load(saved_cross_encoder, num_labels=1, device="cpu")
+    assert CrossEncoder(saved_cross_encoder, num_labels=3, device="cpu").num_labels == 3
 
 
-def test_a_saved_cross_encoder_without_its_head_is_refused_naming_it(saved_dir: Path, tmp_path: Path) -> None:
-    folder = _without(saved_dir, tmp_path / "headless", "classifier.")
+def test_a_saved_cross_encoder_without_its_head_is_refused_naming_it(
+    saved_cross_encoder: Path, tmp_path: Path
+) -> None:
+    folder = _without(saved_cross_encoder, tmp_path / "headless", "classifier.")
     with pytest.raises(
         ModelLoadError, match=r"its head is not in the file \(classifier\.bias, classifier\.weight\)"
     ):
         CrossEncoder(folder, device="cpu")
 
 
-def test_encoder_weights_missing_are_refused_naming_them(saved_dir: Path, tmp_path: Path) -> None:
-    folder = _without(saved_dir, tmp_path / "layerless", "bert.encoder.layer.0.output.dense.")
+def test_encoder_weights_missing_are_refused_naming_them(saved_cross_encoder: Path, tmp_path: Path) -> None:
+    folder = _without(saved_cross_encoder, tmp_path / "layerless", "bert.encoder.layer.0.output.dense.")
     with pytest.raises(
         ModelLoadError, match=r"model\.safetensors: 2 weights that config\.json asks for"
     ) as error:

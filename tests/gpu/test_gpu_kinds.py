@@ -19,7 +19,6 @@ from tests.sparse.test_sparse_cuda_rules import SPARSE_GPU_BOUND
 
 from sbert import CrossEncoder, SparseEncoder
 from sbert.inference.cuda.pipeline import CudaPipeline
-from sbert.sparse.engine import planning_of
 
 pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none"
@@ -38,7 +37,7 @@ def test_sparse_on_the_gpu_pipeline(tmp_path: Path, precision: str, strategy: st
     model = SparseEncoder.from_pretrained(path, device="cuda", precision=precision)
     assert model.plan.precision == str(DTYPES[precision])[6:] and model.plan.device.startswith("cuda")
     got = model.encode(texts, batch_size=64, convert_to_sparse_tensor=False)
-    planning = planning_of(model)
+    planning = model.planning
     _, runner = planning.runner(model.plan, pack=True)
     assert isinstance(runner, CudaPipeline) and runner.bert is not None
     distance = float((1 - torch.nn.functional.cosine_similarity(got, oracle.cpu(), dim=1)).max())

@@ -119,7 +119,7 @@ def plan_as_without_native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sparse models here plan as on a CPU without native bf16 (``auto`` is float32) unless a test
     sets ``model.cpu_capabilities``: sentence-transformers' float32 vectors are the oracle, within
     1e-5, whatever CPU runs the suite. The bf16 plan is tested in test_sparse_engine.py."""
+    from sbert.inference import planning
     from sbert.inference.cpu import AVX2_ONLY
-    from sbert.sparse import engine
 
-    monkeypatch.setattr(engine, "this_cpu", lambda: AVX2_ONLY)
+    monkeypatch.setattr(planning, "this_cpu", lambda: AVX2_ONLY)  # what a new Planning is made for

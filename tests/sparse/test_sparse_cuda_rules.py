@@ -17,7 +17,7 @@ from sbert import SparseEncoder
 from sbert.data import Triplet
 from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
 from sbert.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
-from sbert.sparse.engine import fast_vectors, planning_of
+from sbert.sparse.engine import fast_vectors
 
 # Worst cosine distance of a vector to sentence-transformers' float32 one on the tiny random SPLADE
 # model, by the dtype the GPU path computes in (the body's and the decoder's).
@@ -54,7 +54,7 @@ def test_encoding_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
         "torch",
         "cuda:0",
     )
-    planning = planning_of(model)
+    planning = model.planning
     planning.runners.pipeline_options = PipelineOptions(max_batch_tokens=60)  # several batches a call
     _, runner = planning.runner(model.plan, pack=True)
     assert isinstance(runner, CudaPipeline) and runner.bert is not None and runner.dtype == dtype

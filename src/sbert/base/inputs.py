@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from sbert.base.errors import MaxSeqLengthError
+
+T = TypeVar("T")
 
 
 def as_texts(sentences: object) -> list[str]:
@@ -94,3 +97,22 @@ def check_texts(texts: Sequence[object]) -> None:
 
 def valid_utf8(text: str) -> str:
     return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
+def tokenized(tokenize: Callable[[list[str]], T], texts: Sequence[str]) -> T:
+    """``tokenize(texts)``, once more with lone surrogates replaced (:func:`valid_utf8`) where the
+    tokenizer refuses them (the Rust tokenizer takes only valid UTF-8): the one retry every kind,
+    runner and server path makes, rather than fail on text a user cannot easily see.
+
+    Examples:
+        >>> def strict(texts):
+        ...     if any(not text.isascii() for text in texts):
+        ...         raise TypeError("not valid UTF-8")
+        ...     return texts
+        >>> tokenized(strict, ["a\\ud800"])
+        ['a?']
+    """
+    try:
+        return tokenize(list(texts))
+    except TypeError:
+        return tokenize([valid_utf8(text) for text in texts])

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from sbert.base import json_text
-from sbert.cli.common import add_model_arguments, float_in, load_model, non_negative_int, positive_int
+from sbert.cli.common import (
+    add_batch_size_argument,
+    add_model_arguments,
+    float_in,
+    load_model,
+    non_negative_int,
+    positive_int,
+)
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
@@ -43,9 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="k-means seed")
     parser.add_argument("--json", action="store_true", help="one JSON line per cluster")
-    parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
-    )
+    add_batch_size_argument(parser)
     add_text_arguments(parser)
     add_model_arguments(parser)
     parser.set_defaults(handler=run)

@@ -108,6 +108,13 @@ def add_prompt_arguments(
     )
 
 
+def add_batch_size_argument(parser: argparse.ArgumentParser) -> None:
+    """``--batch-size``: sentences per forward pass (``encode(batch_size=...)``), default 32 as there."""
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
+    )
+
+
 def add_progress_arguments(parser: argparse.ArgumentParser, default: str) -> None:
     """``--show-progress-bar`` (sentence-transformers' ``show_progress_bar``) and ``--no-progress``:
     ``args.show_progress_bar`` is True, False, or None when neither is given."""

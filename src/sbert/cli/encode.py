@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sbert.base import json_text
 from sbert.cli.common import (
+    add_batch_size_argument,
     add_model_arguments,
     add_progress_arguments,
     add_prompt_arguments,
@@ -49,9 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--column", default="text", help="field holding the sentence in JSONL/CSV/Parquet (default: text)"
     )
-    parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
-    )
+    add_batch_size_argument(parser)
     parser.add_argument(
         "--max-tokens",
         type=positive_int,

@@ -11,7 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sbert.base import json_text
-from sbert.cli.common import add_data_argument, add_model_arguments, positive_int
+from sbert.cli.common import add_batch_size_argument, add_data_argument, add_model_arguments, positive_int
 from sbert.cli.evaluate_retrieval import add_retrieval_arguments, run_retrieval
 
 SUITES = {"sts": ("sts",), "senteval": ("senteval",), "all": ("sts", "senteval")}
@@ -62,9 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="original",
         help="STS12-16 text: original release (default, as MTEB) or SentEval's tokenized copy",
     )
-    parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
-    )
+    add_batch_size_argument(parser)
     parser.add_argument(
         "--dimensions",
         type=positive_int,

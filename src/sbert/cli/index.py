@@ -9,7 +9,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sbert.cli.common import add_model_arguments, add_prompt_arguments, load_model, positive_int
+from sbert.cli.common import (
+    add_batch_size_argument,
+    add_model_arguments,
+    add_prompt_arguments,
+    load_model,
+    positive_int,
+)
 from sbert.data.texts import TEXT_FORMATS, read_texts
 
 if TYPE_CHECKING:
@@ -73,9 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "model's prefix); searches cut their queries the same way",
     )
     add_text_arguments(build)
-    build.add_argument(
-        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
-    )
+    add_batch_size_argument(build)
     add_model_arguments(build)
     add_prompt_arguments(build, default="the model's document prompt, as encode_document()")
     build.set_defaults(handler=run_build)

@@ -6,7 +6,13 @@ import argparse
 import sys
 
 from sbert.base import json_text
-from sbert.cli.common import add_model_arguments, finite_float, load_model, positive_int
+from sbert.cli.common import (
+    add_batch_size_argument,
+    add_model_arguments,
+    finite_float,
+    load_model,
+    positive_int,
+)
 from sbert.cli.index import add_text_arguments
 from sbert.data.texts import read_texts
 
@@ -26,9 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--min-score", type=finite_float, default=None, help="drop pairs below this cosine similarity"
     )
     parser.add_argument("--json", action="store_true", help="one JSON line per pair")
-    parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
-    )
+    add_batch_size_argument(parser)
     add_text_arguments(parser)
     add_model_arguments(parser)
     parser.set_defaults(handler=run)

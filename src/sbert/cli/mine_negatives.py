@@ -8,7 +8,14 @@ import argparse
 import sys
 
 from sbert.base.options import MINED_FORMATS, SAMPLING_STRATEGIES, TRAINING_FORMATS
-from sbert.cli.common import add_model_arguments, finite_float, load_model, non_negative_int, positive_int
+from sbert.cli.common import (
+    add_batch_size_argument,
+    add_model_arguments,
+    finite_float,
+    load_model,
+    non_negative_int,
+    positive_int,
+)
 from sbert.cli.index import KINDS
 
 
@@ -61,9 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--document-prompt-name", default=None, help="corpus prompt (default: the model's document prompt)"
     )
-    parser.add_argument(
-        "--batch-size", type=positive_int, default=32, help="sentences per forward pass (default 32)"
-    )
+    add_batch_size_argument(parser)
     parser.add_argument(
         "--skip-bad-lines", action="store_true", help="skip malformed input lines (and count them)"
     )

@@ -305,10 +305,9 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
             bar.close()
 
     def _torch_logits(self, tokenized: TokenizedPairs, batch_size: int, progress: Any) -> Tensor:
-        """The whole Hugging Face model in float32, on padded length-sorted batches."""
+        """The whole Hugging Face model in float32, on padded length-sorted batches (in eval mode:
+        :meth:`logits`, its one caller, runs under ``@in_eval_mode``)."""
         logits = torch.empty((len(tokenized.ids), self.num_labels), dtype=torch.float32)
-        was_training = self.training
-        self.eval()
         with torch.inference_mode():
             for batch in length_sorted_batches(tokenized.lengths, batch_size):
                 features = self.pad(
@@ -316,7 +315,6 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
                 )
                 logits[torch.from_numpy(batch)] = self(features).float().cpu()
                 progress(len(batch))
-        self.train(was_training)
         return logits
 
     def predict(

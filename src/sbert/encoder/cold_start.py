@@ -286,15 +286,13 @@ def _run_entry(
 def _token_ids(tokenizer: Any, entry: dict[str, Any], texts: Sequence[str]) -> tuple[list[list[int]], int]:
     """Ids as :class:`~sbert.modules.batch_tokenizer.BatchTokenizer` gives them: the entry's copy
     is that tokenizer's backend, truncation included."""
-    from sbert.base.inputs import valid_utf8
+    from sbert.base.inputs import tokenized
 
     tokenizer.encode_special_tokens = bool(entry["split_special_tokens"])
-    texts = list(texts)  # do_lower_case: the copy's own normalizer lowers, as the model's does
+    # do_lower_case: the copy's own normalizer lowers, as the model's does
     encode_batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
-    try:
-        encodings = encode_batch(texts, add_special_tokens=True)
-    except TypeError:  # lone surrogates: replaced, as SentenceEncoder.token_ids replaces them
-        encodings = encode_batch([valid_utf8(text) for text in texts], add_special_tokens=True)
+    # lone surrogates replaced, as SentenceEncoder.token_ids replaces them
+    encodings = tokenized(lambda batch: encode_batch(batch, add_special_tokens=True), texts)
     return [encoding.ids for encoding in encodings], sum(1 for e in encodings if e.overflowing)
 
 

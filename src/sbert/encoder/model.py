@@ -7,7 +7,6 @@ module), and at inference a sentence goes through alone to give its fixed-size v
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +16,20 @@ from torch import Tensor, nn
 from sbert.base.inputs import check_max_seq_length
 from sbert.base.modes import in_eval_mode
 from sbert.encoder.format import read_model
-from sbert.encoder.output import EncodeOutput, token_embeddings
+from sbert.encoder.output import EncodeOutput, encoded
 from sbert.encoder.st_surface import SentenceTransformerMethods
-from sbert.inference.plan import EnginePlan, PlanRequest
+from sbert.inference.plan import PlanRequest
 from sbert.inference.planning import Planned, Planning
 from sbert.inference.runner import RunOptions
 from sbert.inference.runners import after_pooling
-from sbert.inference.steps import check_finite, prompt_length, run_options
+from sbert.inference.steps import prompt_length, run_options
 from sbert.model.base import ModelBase, PlannedAttributes
 from sbert.model.by_name import LoadsByName
 from sbert.model.encoding import EncodeRequest, tokenized
 from sbert.model.folder import saved_similarity_fn_name, write_model
 from sbert.model.hub import DEFAULT_MODEL, resolve_model_path
 from sbert.model.prompts import PromptMethods, Prompts
-from sbert.model.router import RouteMethods
+from sbert.model.router import RouteMethods, routed
 from sbert.modules import Pooling, Router, StaticEmbedding, Tokenized, Transformer
 
 InputModule = Transformer | StaticEmbedding  # token ids → token vectors, or (static) sentence vectors
@@ -114,14 +113,6 @@ class SentenceEncoder(
     # The planning's attributes under the encoder's names (PlannedAttributes: the shared ones).
     is_static = Planned[bool]()
     """Whether the input module is a static token table (:class:`~sbert.modules.StaticEmbedding`)."""
-
-    def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another compute precision or backend; returns the plan that now runs (a Router
-        model: every route that runs a transformer follows; a static token table stays float32)."""
-        for encoder in self.stacks()[1:]:
-            if not encoder.is_static:
-                encoder.set_precision(precision, backend)
-        return self.planning.set_precision(precision, backend)
 
     def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions | None = None) -> Tensor:
         """Vectors (n, dim) of inputs already tokenized, by the runner ``encode()`` runs text on."""
@@ -225,6 +216,7 @@ class SentenceEncoder(
         return self.after_pooling(embeddings, normalize)  # (batch, dim)
 
     @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
+    @routed  # task=: a Router model's route of that name runs (sbert.model.router)
     def encode(
         self,
         sentences: str | Iterable[str],
@@ -249,101 +241,40 @@ class SentenceEncoder(
         pack: bool = False,
         task: str | None = None,
     ) -> Any:
-        """Embed sentences; the output keeps the input order.
-
-        Takes sentence-transformers' ``encode`` arguments with their meaning (up to ``chunk_size``,
-        :mod:`sbert.encoder.output`), then sbert's own, by keyword. Sentences are sorted by token
-        length and each batch is padded only to its longest member (smart batching), so a
-        sentence's vector does not depend on the batch it lands in.
+        """Embed sentences in input order: sentence-transformers' ``encode`` arguments, then sbert's by keyword.
 
         Args:
-            sentences: One string (returns shape ``(dim,)``) or a list of strings (``(n, dim)``).
-            prompt_name: Put the model's prompt of that name before every sentence (see
-                :attr:`prompts`); default: the model's default prompt, if it has one.
-            prompt: Put this text before every sentence (instead of any named prompt).
+            sentences: One string (shape ``(dim,)`` out) or a list of strings (``(n, dim)``).
+            prompt_name: The model's prompt of that name before each sentence (default: its default one).
+            prompt: This text before each sentence (instead of any named prompt).
             batch_size: Sentences per forward pass.
-            show_progress_bar: Default: on for inputs of 1000 sentences or more.
-            output_value: ``"sentence_embedding"``, or ``"token_embeddings"``: a list of each
-                sentence's (tokens, hidden) float32 tensors, computed in float32 on PyTorch.
-            precision: The *output* precision, as in sentence-transformers: ``"float32"``,
-                ``"int8"``/``"uint8"`` (one byte a dimension, ranges from this call's vectors) or
-                ``"binary"``/``"ubinary"`` (packed bits). Not the compute precision: see
-                ``compute_precision``.
-            convert_to_numpy: Return a numpy array; ``False``: a list of 1-d tensors.
-            convert_to_tensor: Return one ``torch.Tensor`` (wins over ``convert_to_numpy``).
+            show_progress_bar: Default: on for 1000 sentences or more.
+            output_value: ``"sentence_embedding"``, or ``"token_embeddings"`` (float32, on PyTorch).
+            precision: The *output* precision: ``"float32"``, ``"int8"``/``"uint8"``, ``"binary"``/``"ubinary"``.
+            convert_to_numpy: A numpy array; ``False``: a list of 1-d tensors.
+            convert_to_tensor: One ``torch.Tensor`` (wins over ``convert_to_numpy``).
             device: Move the model to this device first (one device: sbert has no process pool).
             normalize_embeddings: Scale every vector to unit length (after ``truncate_dim``).
             truncate_dim: Keep the first this many dimensions (default: :attr:`truncate_dim`).
-            pool: Not available (sentence-transformers' multi-process pool); must be ``None``.
+            pool: sentence-transformers' multi-process pool: not available, must be ``None``.
             chunk_size: The chunk of a multi-process pool; nothing to do in one process.
             normalize: sbert's name for ``normalize_embeddings``.
-            compute_precision: How the network computes for this call (default: the model's
-                :attr:`requested_precision`): ``"auto"``, ``"float32"``, ``"bfloat16"``,
-                ``"mixed"`` or ``"int8"`` (see :meth:`from_pretrained`).
-            max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
-                ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
-            batch_cost_tokens: What one forward pass costs beyond its padded tokens, in tokens:
-                batches are then cut to minimise padded tokens plus this per batch (helps many
-                small calls of mixed lengths on a CPU, where 24 fits; ``sbert serve`` uses it).
-                ``None``: batches of ``batch_size``.
-            pack: Put several sentences in one row of a forward pass instead of padding each to
-                the longest of its batch (:mod:`sbert.inference.packing`): the same vectors, faster
-                for a few dozen sentences of mixed lengths (what a server merges). Runs for BERT
-                models on OpenVINO in float32 or bf16; elsewhere padded batches run. With it,
-                ``batch_size`` and ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the
-                tokens of a pass (default 8192).
-            task: sentence-transformers' task: a Router model (:class:`~sbert.model.router.RouteMethods`)
-                runs the route of that name; a model without routes runs its one stack for every
-                task, as sentence-transformers does.
+            compute_precision: How the network computes (default :attr:`requested_precision`; :meth:`from_pretrained`).
+            max_tokens: A cap on padded tokens per batch (:class:`~sbert.inference.runner.RunOptions`).
+            batch_cost_tokens: A pass's cost in tokens, for cutting batches (``RunOptions``).
+            pack: Several sentences to a row where the plan packs (``RunOptions``).
+            task: A Router model's route to run (:class:`~sbert.model.router.RouteMethods`).
 
         Raises:
-            TypeError: ``sentences`` is neither a string nor an ordered collection of strings (a dict,
-                a DataFrame, bytes, a set, ``None``...), an item is not a string (the message names
-                its index and type), or ``batch_size`` or ``max_tokens`` is not a whole number.
-            ValueError: an unknown ``precision`` (a compute precision there says to use
-                ``compute_precision``), ``compute_precision``, ``output_value`` or ``prompt_name``, a
-                prompt that alone fills ``max_seq_length``, ``batch_size`` or ``max_tokens`` below 1,
-                or ``pool``.
-
-        Examples:
-            >>> model = SentenceEncoder.from_pretrained()
-            >>> model.encode(["A man plays a guitar."], precision="ubinary").shape
-            (1, 48)
+            TypeError: an argument of the wrong type (the message names it, and an item by its index).
+            ValueError: a value out of range, an unknown name or precision, a ``pool`` (what it takes, said).
         """
-        route = self.route(task)
-        if route is not self:  # a Router model: that route's encoder runs (with this model's prompts)
-            return route.encode(sentences, prompt_name, prompt, batch_size, show_progress_bar, output_value,
-                                precision, convert_to_numpy, convert_to_tensor, device, normalize_embeddings,
-                                truncate_dim, pool, chunk_size, normalize=normalize,
-                                compute_precision=compute_precision, max_tokens=max_tokens,
-                                batch_cost_tokens=batch_cost_tokens, pack=pack)  # fmt: skip
-        # Every check before an engine is compiled or calibrated: bad input fails at once.
-        options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)
-        output = EncodeOutput(
-            output_value,
-            precision,
-            normalize or normalize_embeddings,
-            self.truncate_dim if truncate_dim is None else truncate_dim,
-            convert_to_numpy,
-            convert_to_tensor,
-        )
-        # A static table's one sparse mean is over before a bar helps.
+        options = run_options(batch_size, max_tokens, batch_cost_tokens, pack)  # checks before any engine
+        output = EncodeOutput.of(self, output_value, precision, normalize or normalize_embeddings,
+                                 truncate_dim, convert_to_numpy, convert_to_tensor)  # fmt: skip
         request = EncodeRequest.of(self, sentences, prompt_name, prompt, batch_size, show_progress_bar,
                                    device, pool, bar_by_default=not self.is_static)  # fmt: skip
-        plan = self.planning.encode_plan(compute_precision)
-        if output.tokens:
-            if self.is_static:
-                raise ValueError(
-                    "a static model has no token embeddings: use output_value='sentence_embedding'"
-                )
-            vectors = token_embeddings(self, request.texts, batch_size)
-            return vectors[0] if request.single else vectors
-        embeddings = torch.empty((len(request.texts), self.dim), dtype=torch.float32)
-        if request.texts:
-            options = replace(options, prompt_length=request.prompt_length)
-            plan, embeddings = self.planning.run(plan, request.texts, options, request.show_progress_bar)
-        check_finite(embeddings, plan)
-        return output.finish(embeddings, request.single)
+        return encoded(self, request, output, compute_precision, options)
 
     def after_pooling(self, embeddings: Tensor, normalize: bool = True) -> Tensor:
         """The layers after pooling (Dense, Normalize), on (batch, hidden) vectors: every runner's

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -29,6 +29,8 @@ from sbert.base.batching import length_sorted_batches
 from sbert.base.empty import empty_answer
 from sbert.base.inputs import check_count
 from sbert.base.options import PRECISIONS
+from sbert.inference.runner import RunOptions
+from sbert.model.encoding import EncodeRequest, planned_vectors
 
 OutputPrecision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
 OutputValue = Literal["sentence_embedding", "token_embeddings"]
@@ -97,6 +99,21 @@ class EncodeOutput:
         if self.truncate_dim is not None:
             check_count("truncate_dim", self.truncate_dim)
 
+    @classmethod
+    def of(
+        cls,
+        model: Any,
+        output_value: str,
+        precision: str | None,
+        normalize: bool,
+        truncate_dim: int | None,
+        convert_to_numpy: bool,
+        convert_to_tensor: bool,
+    ) -> EncodeOutput:
+        """The output ``encode()`` was asked for, checked; ``truncate_dim`` ``None``: the model's."""
+        truncate_dim = model.truncate_dim if truncate_dim is None else truncate_dim
+        return cls(output_value, precision, normalize, truncate_dim, convert_to_numpy, convert_to_tensor)
+
     @property
     def tokens(self) -> bool:
         return self.output_value == "token_embeddings"
@@ -123,6 +140,29 @@ class EncodeOutput:
             rows = list(torch.as_tensor(result))
             return rows[0] if single else rows
         return result[0] if single else result
+
+
+def encoded(
+    model: Any,
+    request: EncodeRequest,
+    output: EncodeOutput,
+    compute_precision: str | None,
+    options: RunOptions,
+) -> Any:
+    """:meth:`~sbert.SentenceEncoder.encode`'s answer to a checked call: the sentence vectors by the
+    plan ``compute_precision`` asks for (:func:`~sbert.model.encoding.planned_vectors`) in the
+    output's form, or each sentence's token vectors.
+
+    Raises:
+        ValueError: ``compute_precision`` that the model cannot run, token vectors of a static model.
+    """
+    plan = model.planning.encode_plan(compute_precision)
+    if output.tokens:
+        if model.is_static:
+            raise ValueError("a static model has no token embeddings: use output_value='sentence_embedding'")
+        vectors = token_embeddings(model, request.texts, request.batch_size)
+        return vectors[0] if request.single else vectors
+    return output.finish(planned_vectors(model, plan, request, options), request.single)
 
 
 def token_embeddings(model: nn.Module, texts: Sequence[str], batch_size: int) -> list[Tensor]:

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from sbert.base.inputs import valid_utf8
+from sbert.base.inputs import tokenized
 from sbert.inference.cpu import CpuCapabilities, this_cpu
 from sbert.inference.cuda.pipeline import CudaPipeline
 from sbert.inference.packing import packable
@@ -221,12 +221,7 @@ class Planning:
 
     def token_ids(self, sentences: Sequence[str]) -> Tokenized:
         """Token ids of each sentence, unpadded and truncated to ``max_seq_length``."""
-        try:
-            return self.input_module.tokenize(sentences)
-        except TypeError:
-            # The Rust tokenizer rejects strings that are not valid UTF-8 (lone surrogates):
-            # replace those characters rather than fail on text a user cannot easily see.
-            return self.input_module.tokenize([valid_utf8(s) for s in sentences])
+        return tokenized(self.input_module.tokenize, sentences)  # lone surrogates replaced
 
     def run(
         self, plan: EnginePlan, texts: list[str], options: RunOptions, show_progress_bar: bool

@@ -15,7 +15,24 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How one ``encode()`` call batches (see :meth:`~sbert.SentenceEncoder.encode`)."""
+    """How one ``encode()`` call batches (see :meth:`~sbert.SentenceEncoder.encode`).
+
+    Attributes:
+        batch_size: Sentences per forward pass.
+        max_tokens: A cap on padded tokens (sentences × longest) per batch, on top of
+            ``batch_size``: batches of long texts shrink, bounding memory. ``None``: no cap.
+        batch_cost_tokens: What one forward pass costs beyond its padded tokens, in tokens: batches
+            are then cut to minimise padded tokens plus this per batch (helps many small calls of
+            mixed lengths on a CPU, where 24 fits; ``sbert serve`` uses it). ``None``: batches of
+            ``batch_size``.
+        pack: Put several sentences in one row of a forward pass instead of padding each to the
+            longest of its batch (:mod:`sbert.inference.packing`): the same vectors, faster for a
+            few dozen sentences of mixed lengths (what a server merges). Runs for BERT models on
+            OpenVINO in float32 or bf16; elsewhere padded batches run. With it, ``batch_size`` and
+            ``batch_cost_tokens`` do not apply and ``max_tokens`` caps the tokens of a pass
+            (default 8192).
+        prompt_length: The prompt's tokens (a pooling may leave them out).
+    """
 
     batch_size: int = 32
     max_tokens: int | None = None

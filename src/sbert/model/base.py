@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import torch
 from torch import Tensor, nn
@@ -162,7 +162,11 @@ class PlannedAttributes:
     """Whether ``pack=True`` packs rows here."""
 
     def set_precision(self, precision: str | None = None, backend: str | None = None) -> EnginePlan:
-        """Ask for another compute precision or backend; returns the plan that now runs."""
+        """Ask for another compute precision or backend; returns the plan that now runs (a Router
+        model: every route that runs a transformer follows; a static token table stays float32)."""
+        for stack in cast(Any, self).stacks()[1:]:  # ModelBase.stacks: the model's own comes first
+            if not stack.is_static:
+                stack.planning.set_precision(precision, backend)
         return self.planning.set_precision(precision, backend)  # type: ignore[no-any-return]
 
     def plan_for(self, precision: str, backend: str | None = None) -> EnginePlan:

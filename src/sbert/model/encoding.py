@@ -1,5 +1,6 @@
 """The encode loop every kind shares: sentence-transformers' ``encode`` arguments parsed once into an
-:class:`EncodeRequest`, texts tokenized with the one ``valid_utf8`` retry (:func:`tokenized`), and
+:class:`EncodeRequest`, texts tokenized with the one ``valid_utf8`` retry
+(:func:`~sbert.base.inputs.tokenized`, kept below the runners that tokenize too), and
 length-sorted batches behind one progress bar (:func:`sorted_batches`). Each kind adds only its
 runner call and its output step (dense vectors: :mod:`sbert.encoder.output`; sparse:
 :mod:`sbert.sparse.output`).
@@ -14,18 +15,21 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
+import torch
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from sbert.base.batching import length_sorted_batches
-from sbert.base.inputs import as_texts, check_count, valid_utf8
+from sbert.base.inputs import as_texts, check_count, tokenized
 from sbert.base.options import PROGRESS_BAR_MIN_SENTENCES
-
-T = TypeVar("T")
+from sbert.inference.plan import EnginePlan
+from sbert.inference.runner import RunOptions
+from sbert.inference.steps import check_finite
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,8 @@ class EncodeRequest:
     ) -> EncodeRequest:
         """sentence-transformers' arguments, parsed once: the sentences (:func:`~sbert.base.inputs.as_texts`),
         the prompt (``model.with_prompt``), ``batch_size``, the bar (default: on from 1000 texts, where
-        ``bar_by_default``) and
-        ``device``/``pool`` (the model moved there: ``model.move_for_encode``).
+        ``bar_by_default``: not for a static table, whose one sparse mean is over before a bar helps)
+        and ``device``/``pool`` (the model moved there: ``model.move_for_encode``).
 
         Raises:
             TypeError: ``sentences`` not a string or an ordered collection of strings, ``batch_size``
@@ -69,24 +73,6 @@ class EncodeRequest:
         if show_progress_bar is None:
             show_progress_bar = bar_by_default and len(texts) >= PROGRESS_BAR_MIN_SENTENCES
         return cls(texts, isinstance(sentences, str), length, batch_size, bool(show_progress_bar))
-
-
-def tokenized(tokenize: Callable[[list[str]], T], texts: Sequence[str]) -> T:
-    """``tokenize(texts)``, once more with lone surrogates replaced (:func:`~sbert.base.inputs.valid_utf8`)
-    where the tokenizer refuses them: the one retry every kind makes.
-
-    Examples:
-        >>> def strict(texts):
-        ...     if any(not text.isascii() for text in texts):
-        ...         raise TypeError("not valid UTF-8")
-        ...     return texts
-        >>> tokenized(strict, ["a\\ud800"])
-        ['a?']
-    """
-    try:
-        return tokenize(list(texts))
-    except TypeError:
-        return tokenize([valid_utf8(text) for text in texts])
 
 
 def sorted_batches(
@@ -103,3 +89,18 @@ def sorted_batches(
         for batch in length_sorted_batches(lengths, batch_size):
             yield batch
             bar.update(len(batch))
+
+
+def planned_vectors(model: Any, plan: EnginePlan, request: EncodeRequest, options: RunOptions) -> Tensor:
+    """Vectors ``(n, model.dim)``, float32 on the CPU, of the request's texts by the runner ``plan``
+    names on the model's :class:`~sbert.inference.planning.Planning` (the next-best where it fails),
+    checked finite (the error names the first bad sentence)."""
+    embeddings = torch.empty((len(request.texts), model.dim), dtype=torch.float32)
+    if request.texts:
+        options = replace(options, prompt_length=request.prompt_length)
+        plan, embeddings = model.planning.run(plan, request.texts, options, request.show_progress_bar)
+    check_finite(embeddings, plan)
+    return embeddings
+
+
+__all__ = ["EncodeRequest", "planned_vectors", "sorted_batches", "tokenized"]

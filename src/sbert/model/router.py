@@ -12,8 +12,9 @@ the encoder, which imports this.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self, cast
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from torch import nn
 
@@ -22,6 +23,8 @@ from sbert.modules.router import Router, sequence
 if TYPE_CHECKING:  # the encoder is not imported, even here: it imports this module
     from sbert.model.prompts import Prompts
     from sbert.modules import Pooling, StaticEmbedding, Transformer
+
+Method = TypeVar("Method", bound=Callable[..., Any])
 
 
 class RouteMethods:
@@ -109,6 +112,24 @@ class RouteMethods:
         if not self.route_names:
             return _stack_of(self)
         return [Router({name: _stack_of(self.route(name)) for name in self.route_names}, self.default_route)]
+
+
+def routed(method: Method) -> Method:
+    """Decorate a model's method that takes ``task=``: it runs on :meth:`RouteMethods.route` of that
+    task (a Router model's route, with the model's prompts; a model without routes: itself).
+
+    Examples:
+        >>> from sbert import SentenceEncoder
+        >>> model = SentenceEncoder.from_pretrained(device="cpu", precision="float32")
+        >>> model.encode("rain", task="query").shape  # no routes: one stack for every task
+        (384,)
+    """
+
+    @functools.wraps(method)
+    def on_route(self: RouteMethods, *args: Any, task: str | None = None, **kwargs: Any) -> Any:
+        return method(self.route(task), *args, **kwargs)
+
+    return cast(Method, on_route)
 
 
 def _stack_of(encoder: Any) -> list[nn.Module]:

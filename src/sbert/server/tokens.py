@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sbert.base.inputs import valid_utf8
+from sbert.base.inputs import tokenized
 
 Ids = list[Sequence[int]]  # one row of token ids a text, special tokens (and the prompt) included
 
@@ -125,7 +125,4 @@ class ArrivalTokens:
 
     def _whole(self, texts: list[str], prompt: str) -> Ids:
         prompted = [prompt + text for text in texts] if prompt else texts
-        try:
-            return list(self.module.whole_token_ids(prompted))
-        except TypeError:  # lone surrogates, replaced as the encoder's token_ids() replaces them
-            return list(self.module.whole_token_ids([valid_utf8(text) for text in prompted]))
+        return list(tokenized(self.module.whole_token_ids, prompted))  # lone surrogates replaced

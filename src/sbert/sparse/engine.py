@@ -21,8 +21,6 @@ from typing import Any
 
 from torch import Tensor
 
-from sbert.inference.cpu import this_cpu
-from sbert.inference.plan import EnginePlan
 from sbert.inference.planning import Planning
 from sbert.inference.precision import CALIBRATED, warn_once
 from sbert.inference.runner import RunOptions
@@ -82,30 +80,42 @@ def engine_parts(
 
 
 def planning_of(model: Any) -> Planning:
-    """``model``'s :class:`~sbert.inference.planning.Planning`, made for its modules as they are now
-    (again when one is replaced) and kept on the model; its request is the model's (``model.requested``,
-    ``model.cpu_capabilities``). A stack the engine does not serve, or a calibrated precision, is
-    planned as fixed: float32 on PyTorch, the exact path."""
+    """``model.planning`` (:class:`~sbert.model.base.PlannedAttributes`): its
+    :class:`~sbert.inference.planning.Planning`, made for its modules as they are now (again when one
+    is replaced, what was asked for carried over) and kept on the model. A stack the engine does not
+    serve, or a calibrated precision, is planned as fixed: float32 on PyTorch, the exact path."""
     modules = (model.input_module, model.pooling, tuple(model.layers))
     kept = model.__dict__.get("_planning")
     if kept is None or not _same(kept[0], modules):
         parts = engine_parts(*modules)
         if parts is None:
-            planning = Planning(model.input_module, model.pooling, [], model.name, fixed=True)
+            planning = Planning(model.input_module, model.pooling, [], fixed=True)
         else:
-            planning = Planning(parts[0], parts[1], [], model.name)  # type: ignore[arg-type]  # a head in pooling's place
+            planning = Planning(parts[0], parts[1], [])  # type: ignore[arg-type]  # a head in pooling's place
+        if kept is not None:
+            _carry_over(kept[1], planning)
         kept = (modules, planning, parts is not None)
-        model.__dict__["_planning"] = kept  # not a module attribute: nn.Module would not copy it apart
+        model.__dict__["_planning"] = kept  # kept off the module tree: the head would be saved twice
     planning, servable = kept[1], kept[2]
-    request = model.requested
-    if servable and request.precision in CALIBRATED:
+    if servable and planning.requested_precision in CALIBRATED:
         warn_once(
-            f"{model.name}: sparse vectors compute in float32, bf16 or fp16, not {request.precision}; float32 runs"
+            f"{planning.name}: sparse vectors compute in float32, bf16 or fp16, not "
+            f"{planning.requested_precision}; float32 runs"
         )
-    planning.fixed = not servable or request.precision in CALIBRATED
-    planning.requested_precision, planning.requested_backend = request.precision, request.backend
-    planning.cpu_capabilities = model.cpu_capabilities or this_cpu()
+    planning.fixed = not servable or planning.requested_precision in CALIBRATED
     return planning
+
+
+def _carry_over(before: Planning, after: Planning) -> None:
+    """What was asked of a planning, onto the one made for new modules (not its failures)."""
+    for name in (
+        "name",
+        "requested_precision",
+        "requested_backend",
+        "cpu_capabilities",
+        "calibration_sentences",
+    ):
+        setattr(after, name, getattr(before, name))
 
 
 def _same(kept: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
@@ -114,16 +124,11 @@ def _same(kept: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
     return len(flat[0]) == len(flat[1]) and all(a is b for a, b in zip(*flat))
 
 
-def model_plan(model: Any) -> EnginePlan:
-    """What :meth:`~sbert.SparseEncoder.encode` runs on ``model`` now (after any runner that failed)."""
-    return planning_of(model).plan
-
-
 def fast_vectors(model: Any, ids: Sequence[Sequence[int]]) -> Tensor | None:
     """``model``'s dense vectors ``(n, vocab)``, float32 on the CPU, of ``ids`` by the runner its plan
     names, or ``None`` where its plan is the exact path (:meth:`~sbert.SparseEncoder.exact_vectors`).
     A runner that fails is recorded and the next-best runs: the plan then says so."""
-    planning = planning_of(model)
+    planning = model.planning
     if planning.fixed:
         return None
     _, runner = planning.runner(planning.plan, pack=True)
@@ -136,7 +141,6 @@ __all__ = [
     "SparseBody",
     "engine_parts",
     "fast_vectors",
-    "model_plan",
     "planning_of",
     "served",
 ]

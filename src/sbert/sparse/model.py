@@ -16,16 +16,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import scipy.sparse
 import torch
 from torch import Tensor, nn
 
-from sbert.base.inputs import check_max_seq_length, valid_utf8
+from sbert.base.inputs import check_max_seq_length
 from sbert.base.modes import in_eval_mode
-from sbert.inference.plan import EnginePlan, PlanRequest
-from sbert.model.base import ModelBase
-from sbert.model.encoding import EncodeRequest, sorted_batches, tokenized
+from sbert.inference.plan import PlanRequest
+from sbert.inference.planning import Planning
+from sbert.model.base import ModelBase, PlannedAttributes
+from sbert.model.encoding import EncodeRequest
 from sbert.model.hub import resolve_model_path
 from sbert.model.prompts import PromptMethods, Prompts
 from sbert.model.router import RouteMethods
@@ -35,11 +34,10 @@ from sbert.modules import (
     SparseAutoEncoder,
     SparseStaticEmbedding,
     SpladePooling,
-    Transformer,
 )
 from sbert.modules.module import Module
 from sbert.sparse import decode as decoding
-from sbert.sparse.engine import fast_vectors, model_plan
+from sbert.sparse.engine import fast_vectors, planning_of
 from sbert.sparse.format import (
     LoadsSparseByName,
     SparseInput,
@@ -48,12 +46,12 @@ from sbert.sparse.format import (
     stack_dim,
     write_sparse_model,
 )
-from sbert.sparse.output import check_max_active_dims, finish
+from sbert.sparse.output import check_max_active_dims, check_sparse_format, encoded, finish
 from sbert.sparse.scores import SIMILARITY_FUNCTIONS, scores
-from sbert.sparse.vectors import keep_top_k, to_csr
+from sbert.sparse.vectors import keep_top_k
 
 
-class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSparseByName):  # type: ignore[misc]
+class SparseEncoder(PromptMethods, RouteMethods, PlannedAttributes, ModelBase, metaclass=LoadsSparseByName):  # type: ignore[misc]
     """An input module, its pooling and layers that make sparse vectors; or a Router of such stacks.
 
     Built from a name or path (``SparseEncoder("path", device="cpu")``) it loads as
@@ -108,13 +106,11 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
         first, pooling, rest = split_stack(modules, Path(name or "SparseEncoder"))
         super().__init__()
         self.input_module, self.pooling, self.layers = first, pooling, nn.ModuleList(rest)
-        self.name = name or "unnamed"
+        self.name = name or "unnamed"  # the planning's (PlannedAttributes), made for these modules
         self.prompts = prompts or Prompts()
         self.source: str | None = None
         # What a Router hands its routes (RouteMethods); sparse vectors keep every dimension.
         self.truncate_dim: int | None = None
-        self.cpu_capabilities: Any = None
-        self.requested = PlanRequest.of("auto", "auto")
         self._similarity_fn_name: str | None = None
         autoencoder = next((layer for layer in rest if isinstance(layer, SparseAutoEncoder)), None)
         self.max_active_dims = (
@@ -141,7 +137,7 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
             max_seq_length: Truncate inputs to this many tokens (default: the saved or model limit).
             device: ``"cpu"``, ``"cuda"``...; default CUDA when available, else CPU.
             precision: The compute precision asked for (:meth:`sbert.SentenceEncoder.from_pretrained`'s
-                choices, kept in :attr:`requested`; :attr:`plan` says what runs). ``"auto"`` is bf16
+                choices, kept in :attr:`requested_precision`; :attr:`plan` says what runs). ``"auto"`` is bf16
                 on a CPU that multiplies bf16 natively, else float32; ``"float32"`` stays within
                 1e-5 of sentence-transformers (docs/guides/sparse.md, Speed).
             backend: ``"auto"``, ``"torch"`` or ``"openvino"``, as ``precision``.
@@ -163,7 +159,7 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
                     max_active_dims if max_active_dims is not None else parts.max_active_dims)  # fmt: skip
         model.source = str(path)
         for stack in model.stacks():  # a Router's routes compute as asked too
-            stack.requested = request
+            stack.requested_precision, stack.requested_backend = request.precision, request.backend
         if parts.similarity_fn_name is not None:
             model.similarity_fn_name = parts.similarity_fn_name
         return model.placed(device)
@@ -275,10 +271,10 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
             return keep_top_k(self.embed(features, max_active_dims), max_active_dims)
 
     @property
-    def plan(self) -> EnginePlan:
-        """What :meth:`encode` computes with (:func:`sbert.sparse.engine.model_plan`): precision,
-        backend and why they differ from :attr:`requested`."""
-        return model_plan(self)
+    def planning(self) -> Planning:  # type: ignore[override]
+        """What :meth:`encode` computes with (:func:`sbert.sparse.engine.planning_of`): :attr:`plan`,
+        :attr:`precision`, :attr:`backend` and what was asked for are its, as the dense encoder's."""
+        return planning_of(self)
 
     @in_eval_mode  # dropout off, the caller's mode restored (sbert.base.modes)
     def encode(
@@ -332,29 +328,18 @@ class SparseEncoder(PromptMethods, RouteMethods, ModelBase, metaclass=LoadsSpars
         if route is not self:  # a Router model: that route's stack, with this model's prompts and k
             return route.encode(sentences, prompt_name, prompt, batch_size, show_progress_bar, convert_to_tensor,
                                 convert_to_sparse_tensor, k, sparse_format, device=device, pool=pool)  # fmt: skip
-        finish(scipy.sparse.csr_matrix((0, 1), dtype=np.float32), False, sparse_format)  # checks the format
+        check_sparse_format(sparse_format)
         request = EncodeRequest.of(
             self, sentences, prompt_name, prompt, batch_size, show_progress_bar, device, pool
         )
-        ids = tokenized(lambda texts: self.input_module.tokenize(texts).ids, request.texts)
-        done, order = [], []
-        for batch in sorted_batches([len(row) for row in ids], batch_size, request.show_progress_bar):
-            done.append(
-                to_csr(self.encode_token_ids([ids[i] for i in batch], k, request.prompt_length).cpu())
-            )
-            order.append(batch)
-        if done:  # back in input order
-            matrix = scipy.sparse.vstack(done, format="csr")[np.argsort(np.concatenate(order))]
-        else:
-            matrix = scipy.sparse.csr_matrix((0, self.dim), dtype=np.float32)
+        matrix = encoded(self, request, k)  # (n, dim) CSR, in input order
         return finish(matrix, request.single, sparse_format, convert_to_tensor, convert_to_sparse_tensor)
 
     def prompt_tokens(self, text: str) -> int:
         """The prompt's tokens where the pooling leaves them out (CSR with ``include_prompt`` off), else 0."""
         if not isinstance(self.pooling, Pooling) or self.pooling.include_prompt:
             return 0
-        assert isinstance(self.input_module, Transformer)  # split_stack: Pooling follows a Transformer
-        return int(self.input_module.prompt_length(valid_utf8(text)))
+        return super().prompt_tokens(text)  # split_stack: a Pooling follows a Transformer
 
     def decode(self, embeddings: Any, top_k: int | None = None) -> Any:
         """Each vector's ``(token, weight)`` pairs, heaviest first (:func:`sbert.sparse.decode.decode`):

@@ -17,7 +17,22 @@ import scipy.sparse
 import torch
 
 from sbert.base.empty import empty_answer
-from sbert.sparse.vectors import SPARSE_FORMATS, convert, to_torch
+from sbert.base.inputs import tokenized
+from sbert.model.encoding import EncodeRequest, sorted_batches
+from sbert.sparse.vectors import SPARSE_FORMATS, convert, to_csr, to_torch
+
+
+def encoded(model: Any, request: EncodeRequest, k: int | None) -> scipy.sparse.csr_matrix:
+    """The vectors ``(n, model.dim)`` of the request's texts as one CSR matrix in input order, at most
+    ``k`` non-zero each: length-sorted batches, each run by ``model.encode_token_ids``."""
+    ids = tokenized(lambda texts: model.input_module.tokenize(texts).ids, request.texts)
+    done, order = [], []
+    for batch in sorted_batches([len(row) for row in ids], request.batch_size, request.show_progress_bar):
+        done.append(to_csr(model.encode_token_ids([ids[i] for i in batch], k, request.prompt_length).cpu()))
+        order.append(batch)
+    if not done:
+        return scipy.sparse.csr_matrix((0, model.dim), dtype=np.float32)
+    return scipy.sparse.vstack(done, format="csr")[np.argsort(np.concatenate(order))]  # back in input order
 
 
 def check_sparse_format(sparse_format: str | None) -> None:

@@ -1,0 +1,20 @@
+"""What the cross-encoder tests share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from sbert import CrossEncoder
+
+
+@pytest.fixture(scope="module")
+def saved_cross_encoder(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved 3-label cross-encoder on the tiny random BERT (its new head seeded: the same weights
+    every run), which sentence-transformers loads too."""
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("cross") / "ce"
+    CrossEncoder.from_pretrained(tiny_model_dir, num_labels=3, device="cpu").save(folder)
+    return folder
