@@ -49,7 +49,7 @@ def test_a_batcher_with_an_engine_gives_the_vectors_of_encode_and_a_failing_batc
 def test_a_killed_engine_fails_its_batch_and_is_replaced(tiny_model_dir: Path) -> None:
     engine = EngineProcess(partial(stalling, tiny_model_dir))
     try:
-        engine.wait_ready(120)
+        engine.wait_ready(300)
         first = engine.pid
         assert first is not None
         held = engine.submit([[1, STALL, 2]], RunOptions())  # the engine sits on it for 60 s
@@ -68,7 +68,7 @@ def test_an_engine_that_cannot_load_its_model_says_why(tiny_model_dir: Path) -> 
     engine = EngineProcess(partial(broken, tiny_model_dir))
     try:
         with pytest.raises(EngineDied, match="could not load the model: OSError: .*no such model here"):
-            engine.wait_ready(120)
+            engine.wait_ready(300)
         failed = engine.submit([[1, 2]], RunOptions())
         with pytest.raises(EngineDied, match="no such model here"):
             failed.result(timeout=10)
