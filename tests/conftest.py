@@ -21,6 +21,20 @@ from sbert.inference.precision import openvino_installed
 
 REPO = Path(__file__).resolve().parents[1]
 
+
+def share_the_cores() -> None:
+    """Under pytest-xdist (the README's ``-n auto``) each worker, and the processes it starts, gets its
+    share of the cores: two workers of two threads each on a 2-core machine would spend the suite's time
+    switching between four busy threads."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        threads = max(1, len(os.sched_getaffinity(0)) // workers)
+        torch.set_num_threads(threads)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+share_the_cores()
+
 # Tests that compute int8 through sbert's plan need the real instruction: elsewhere sbert rightly
 # runs float32 instead, and tests/inference/test_cpu_classes.py checks that plan by simulation.
 needs_native_int8 = pytest.mark.skipif(
