@@ -10,7 +10,7 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -23,6 +23,7 @@ from sbert.inference.cuda.graphs import BATCH_BUCKETS
 from sbert.server.abilities import is_sparse
 from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
+from sbert.server.engine import EngineDied, EngineProcess
 from sbert.server.gate import Gate
 from sbert.server.service import Service, Services
 from sbert.server.serving_plan import (
@@ -33,6 +34,7 @@ from sbert.server.serving_plan import (
     unpadded,
 )
 from sbert.server.settings import ServeOptions
+from sbert.server.tokens import ArrivalTokens
 
 logger = logging.getLogger("sbert")
 WARM_UP = ["A warm-up sentence.", "Another, somewhat longer sentence to compile a second shape for."]
@@ -64,11 +66,18 @@ class DrainingServer(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) -> Service:
+def build_service(
+    model: Any, options: ServeOptions, names: Sequence[str] = (), load: Callable[[], Any] | None = None
+) -> Service:
     """The model's batcher, the index and the cross-encoder, all loaded and checked now; ``names``:
-    the names a request may give the model, the first the one answers give (none: its own name)."""
+    the names a request may give the model, the first the one answers give (none: its own name);
+    ``load``: how the engine process loads the model again (``options.engine_process``)."""
     index = load_index(model, options.index) if options.index else None
-    cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
+    cross_encoder = (
+        load_cross_encoder(options.cross_encoder, getattr(model, "device", "cpu"))
+        if options.cross_encoder
+        else None
+    )
     budget = token_budget(model, options)  # before the warm-up: it builds the GPU pipeline
     # Compile (and calibrate) now, the packed graph too, so that no request waits for it.
     vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.batching.pack)
@@ -88,11 +97,28 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
         parallel_passes(model),
         token_budget=budget,
         batch_cost_tokens=pass_cost(model),
+        engine=engine_process(model, load) if options.engine_process else None,
     )
     model_id, *aliases = names or [Path(str(model.name)).name]
     return Service(
         model, batcher, model_id, options.limits, index, options.index, cross_encoder, aliases=tuple(aliases)
     )
+
+
+def engine_process(model: Any, load: Callable[[], Any] | None) -> EngineProcess | None:
+    """``--engine-process``: the model's forward passes in a process of their own, started and
+    loaded now (a model that fails to load there stops the server here); ``None`` where the server
+    does not tokenize the model's texts itself (a static model, a router, a sparse model), whose
+    ``encode()`` stays on the batcher's thread, or without a loader."""
+    if load is None or not ArrivalTokens.supports(model):
+        logger.warning("--engine-process: %s runs on the batcher's thread (no token ids to send)", model.name)
+        return None
+    engine = EngineProcess(load)
+    try:
+        engine.wait_ready()
+    except EngineDied as error:
+        raise ModelLoadError(f"--engine-process: {error}") from error
+    return engine
 
 
 def load_index(model: Any, path: str) -> Any:
@@ -131,8 +157,10 @@ def warm_up_graphs(model: Any) -> None:
         model.encode(WARM_UP[:1] * count, show_progress_bar=False)
 
 
-def load_cross_encoder(path: str) -> Any:
-    """A trained one-output cross-encoder; a plain encoder (which would get an untrained head) is refused."""
+def load_cross_encoder(path: str, device: Any = "cpu") -> Any:
+    """A trained one-output cross-encoder, on ``device`` (the served model's: a GPU server reranks on
+    the GPU, at the precision its plan picks there); a plain encoder (which would get an untrained
+    head) is refused."""
     from sbert.cross_encoder import CONFIG_FILE, CrossEncoder
     from sbert.cross_encoder.loading import folder_has_head
 
@@ -149,7 +177,7 @@ def load_cross_encoder(path: str) -> Any:
             f"{folder}: not a cross-encoder (no {CONFIG_FILE}, no sequence-classification head in "
             "config.json); serving it would score with an untrained head"
         )
-    cross_encoder = CrossEncoder.from_pretrained(folder, device="cpu")
+    cross_encoder = CrossEncoder.from_pretrained(folder, device=device)
     if cross_encoder.num_labels != 1:
         raise ModelLoadError(
             f"{folder}: a {cross_encoder.num_labels}-label classifier; /rerank needs a one-output (score) model"
@@ -157,17 +185,24 @@ def load_cross_encoder(path: str) -> Any:
     return cross_encoder
 
 
-def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) -> int:
+def serve(
+    models: Sequence[tuple[Sequence[str], Any]],
+    options: ServeOptions,
+    loaders: Sequence[Callable[[], Any] | None] = (),
+) -> int:
     """Serve until SIGTERM (drained) or SIGINT; returns the exit status.
 
     ``models``: each model with its served names (:meth:`Services.names`), each with its own batcher
     (a request picks one by ``model``); the first is the default, and the one the index and the
-    cross-encoder go with.
+    cross-encoder go with. ``loaders``: how each model is loaded again, for ``--engine-process``.
     """
-    (names, model), *more = models
+    loads = list(loaders) or [None] * len(models)
     others = replace(options, index=None, cross_encoder=None)
     services = Services(
-        [build_service(model, options, names)] + [build_service(other, others, each) for each, other in more]
+        [
+            build_service(model, options if i == 0 else others, names, loads[i])
+            for i, (names, model) in enumerate(models)
+        ]
     )
     app = create_app(services, options.api_key, options.max_concurrent_requests)
     config = uvicorn.Config(
