@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import date
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from alternating import alternating_rates
 from sbert import CrossEncoder
 from sbert.data import read_stsb
 from sbert.inference.cpu import CPU_CLASSES
+from sparse_setup import cpu_name
 
 
 def main() -> None:
@@ -46,10 +47,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--output", default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N pairs (a quick try)")
+    parser.add_argument(
+        "--sides", nargs="+", default=None, help="only these sbert sides (e.g. 'sbert default'; default: all)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    pairs = [(p.sentence1, p.sentence2) for p in read_stsb("test", args.data_dir)]
+    pairs = [(p.sentence1, p.sentence2) for p in read_stsb("test", args.data_dir)][: args.limit]
     with tempfile.TemporaryDirectory() as folder:
         torch.manual_seed(0)
         CrossEncoder.from_pretrained(num_labels=1, device="cpu", precision="float32").save(
@@ -63,6 +68,10 @@ def main() -> None:
             "sbert float32 packed": CrossEncoder(path, device="cpu", precision="float32"),
         }
         ours["sbert default, AVX2 class"].cpu_capabilities = CPU_CLASSES["avx2"]  # before it plans
+        unknown = set(args.sides or ()) - set(ours)
+        if unknown:
+            parser.error(f"--sides: no side {', '.join(sorted(unknown))}; choose from {', '.join(ours)}")
+        ours = {name: model for name, model in ours.items() if name in (args.sides or ours)}
         theirs = TheirCrossEncoder(path, device="cpu")
         result = measure(args, pairs, ours, theirs)
     report(args, result)
@@ -75,6 +84,7 @@ def measure(
     theirs: TheirCrossEncoder,
 ) -> dict[str, object]:
     identity = torch.nn.Identity()
+    started, load_before = datetime.now(timezone.utc), os.getloadavg()
     first_call = {}
     for name, model in ours.items():  # the graph compiles on the first call
         start = time.perf_counter()
@@ -100,8 +110,9 @@ def measure(
     agreement = {name: float(spearmanr(values, reference)[0]) for name, values in logits.items()}
     ratios = {name: [a / b for a, b in zip(rates[name], rates["sentence-transformers"])] for name in ours}
     return {
-        "date": date.today().isoformat(),
-        "cpu": platform.processor() or platform.machine(),
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu_name(),
+        "load_average_before_after": [load_before[0], os.getloadavg()[0]],
         "threads": args.threads,
         "pairs": len(pairs),
         "batch_size": args.batch_size,

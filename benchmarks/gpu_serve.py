@@ -45,12 +45,14 @@ import asyncio
 import json
 import os
 import platform
+import shlex
 import signal
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
@@ -110,7 +112,9 @@ def prepare(carry: Path) -> None:
     print(f"{carry}: {', '.join(pins)}; {size / 2**20:.1f} MiB in all (the device tool carries 64 MiB)")
 
 
-def start_server(model: Path, device: str, log: Path) -> tuple[subprocess.Popen[bytes], int, dict[str, Any]]:
+def start_server(
+    model: Path, device: str, log: Path, extra: Sequence[str] = ()
+) -> tuple[subprocess.Popen[bytes], int, dict[str, Any]]:
     """The server on a free loopback port, its /health once it answers (bounded: START_TIMEOUT)."""
     with socket.socket() as sock:
         sock.bind((HOST, 0))
@@ -128,6 +132,7 @@ def start_server(model: Path, device: str, log: Path) -> tuple[subprocess.Popen[
         str(model),
     ]
     command += ["--device", device, "--precision", "auto", "--backend", "torch", "--max-queued-items", "8192"]
+    command += list(extra)  # --server-args, e.g. --engine-process
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -296,6 +301,11 @@ def main() -> None:
         help="SIZExCLIENTS,...: which phases (1x1,32x64: the two done-means, about 40 s on an H200)",
     )
     parser.add_argument("--output", type=Path, default=Path("gpu_serve.json"))
+    parser.add_argument(
+        "--server-args",
+        default="",
+        help='more `sbert serve` options, with "=": --server-args=--engine-process',
+    )
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare)
@@ -318,7 +328,7 @@ def main() -> None:
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "sbert-gpu-serve-benchmark"
     path, weights = gpu.model_dir(args.carry, work)
     log = work / "server.log"
-    server, port, health = start_server(path, args.device, log)
+    server, port, health = start_server(path, args.device, log, shlex.split(args.server_args))
     model = SentenceEncoder.from_pretrained(path, device=args.device, backend="torch")
     model.encode(sentences[:4096], show_progress_bar=False)  # the pipeline built, graphs captured
     result: dict[str, Any] = {
@@ -327,6 +337,7 @@ def main() -> None:
         if args.device.startswith("cuda")
         else platform.processor() or "cpu",
         "host": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "server_args": args.server_args,
         "versions": {name: version(name) for name in ("torch", "transformers", "starlette", "uvicorn")},
         "weights": weights,
         "server_start_up": log.read_text().strip().splitlines(),

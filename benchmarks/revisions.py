@@ -7,7 +7,7 @@ repeat and its median reported, so a machine whose speed drifts hits both sides 
 
     git worktree add /tmp/sbert-old <old commit>
     flock /tmp/sbert-heavy.lock python benchmarks/revisions.py --old /tmp/sbert-old --new . \\
-        --data-dir ../shared/data --repeats 5
+        --data-dir ../shared/data --repeats 5 --output benchmarks/results/revisions.json
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from encode_speed import cpu_name
@@ -53,6 +54,19 @@ def measure(checkout: Path, data_dir: str, passes: int) -> dict[str, object]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def commit_of(checkout: Path) -> str:
+    """The commit a checkout stands at (with ``+changes`` where its tracked files differ), or ``?``."""
+
+    def git(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "-C", str(checkout), *words], capture_output=True, text=True)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode:
+        return "?"
+    dirty = git("diff", "--quiet", "HEAD", "--", "src").returncode
+    return head.stdout.strip() + ("+changes" if dirty else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--old", type=Path, required=True, help="checkout before the change")
@@ -60,7 +74,9 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("SBERT_DATA", "../shared/data"))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--passes", type=int, default=2, help="encodes of the set per process")
+    parser.add_argument("--output", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
+    started, load_before = datetime.now(timezone.utc), os.getloadavg()
     rates: dict[str, list[float]] = {"old": [], "new": []}
     plans: dict[str, object] = {}
     for repeat in range(args.repeats):
@@ -76,6 +92,21 @@ def main() -> None:
             f"{side}: {statistics.median(rates[side]):.0f} sentences/s ({plans[side]}; {args.__dict__[side]})"
         )
     print(f"new/old: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+    if args.output:
+        result = {
+            "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+            "cpu": cpu_name(),
+            "load_average_before_after": [load_before[0], os.getloadavg()[0]],
+            "checkouts": {side: commit_of(getattr(args, side)) for side in ("old", "new")},
+            "plans": plans,
+            "passes": args.passes,
+            "sentences_per_second": {side: statistics.median(values) for side, values in rates.items()},
+            "rates": rates,
+            "ratio_median": statistics.median(ratios),
+            "ratios": ratios,
+        }
+        with open(args.output, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=2)
 
 
 if __name__ == "__main__":

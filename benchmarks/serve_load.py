@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -252,7 +253,11 @@ def start_server(args: argparse.Namespace, port: int) -> subprocess.Popen:
     command += ["--precision", args.precision, "--backend", args.backend]
     command += ["--model", args.model] if args.model else []
     command += shlex.split(args.server_args)
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    return wait_ready(subprocess.Popen(command, stderr=subprocess.PIPE, text=True), port)
+
+
+def wait_ready(process: subprocess.Popen, port: int) -> subprocess.Popen:
+    """The server process once its /health answers (at most 300 s); its error if it exits first."""
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -331,7 +336,11 @@ def main() -> None:
     parser.add_argument(
         "--standin", action="store_true", help="serve the 1-layer stand-in model (benchmarks/standin.py)"
     )
-    args = parser.parse_args()
+    run_on_model(parser.parse_args(), run)
+
+
+def run_on_model(args: argparse.Namespace, run: Callable[[argparse.Namespace], None]) -> None:
+    """``run(args)``, ``args.model`` the 1-layer stand-in (in a temporary folder) where ``args.standin``."""
     with tempfile.TemporaryDirectory() as work:
         if args.standin:
             args.model = str(bundled_standin(Path(work) / "standin"))

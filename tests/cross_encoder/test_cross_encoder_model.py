@@ -110,3 +110,20 @@ def test_another_label_count_than_the_saved_heads_is_refused(
     regression.save(tmp_path / "ce")  # as sentence-transformers: no silent new head over a trained one
     with pytest.raises(ModelLoadError, match=r"the saved head has 1 outputs, and num_labels=3"):
         CrossEncoder.from_pretrained(tmp_path / "ce", num_labels=3, device="cpu")
+
+
+@pytest.mark.parametrize("pack", [False, True], ids=["padded", "packed"])
+def test_tokens_logits_are_the_logits_of_the_tokenized_pairs(regression: CrossEncoder, pack: bool) -> None:
+    """The engine step after tokenizing (what the server runs for merged /rerank requests), with
+    the server's batching options: the same logits as ``logits(pairs)``."""
+    from sbert.inference.runner import RunOptions
+
+    pairs = [
+        ("a query", "a man plays the guitar"),
+        ("q", "rain"),
+        ("another query", "the dog runs in the park"),
+    ]
+    options = RunOptions(batch_size=2, max_tokens=40, batch_cost_tokens=24, pack=pack)
+    logits = regression.tokens_logits(regression.tokenize(pairs), options)
+    assert logits.shape == (3, 1) and logits.dtype == torch.float32
+    torch.testing.assert_close(logits, regression.logits(pairs), atol=1e-6, rtol=0)

@@ -226,7 +226,9 @@ def test_health_and_the_start_up_line_say_the_device_and_the_plan(
     tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(run_module, "serve", lambda models, options: served.append((models, options)) or 0)
+    monkeypatch.setattr(
+        run_module, "serve", lambda models, options, *loaders: served.append((models, options)) or 0
+    )
     assert main(["serve", "--model", str(tiny_model_dir), "--precision", "auto"]) == 0
     line = capsys.readouterr().err
     assert (

@@ -25,6 +25,8 @@ from server_process import ServerProcess, tiny_server_args
 from tests.conftest import build_tiny_bert
 
 from sbert import SparseEncoder
+from sbert.server.batcher import Batcher, BatchStats
+from sbert.server.sparse_served import served, sparse_rows
 
 TEXTS = ["a man plays the guitar", "the dog runs in the park", "rain", ""]
 LONG = " ".join(["music"] * 100)  # over the tiny model's 64 tokens
@@ -127,6 +129,23 @@ def test_concurrent_requests_each_get_their_own_vectors(
         answers = list(pool.map(lambda body: post(sparse_server, "/embed_sparse", body), bodies))
     for body, got in zip(bodies, answers):
         assert_same(got.json(), pairs(splade, body["inputs"]))
+
+
+def test_sparse_requests_merge_in_the_batcher_as_dense_ones_do(splade: SparseEncoder) -> None:
+    """/embed_sparse's jobs (Service.embed_sparse) are the batcher's embedding jobs: queued together,
+    they are one merged batch, and each gets encode()'s vectors."""
+    stats: list[BatchStats] = []
+    batcher = Batcher(served(splade), on_batch=stats.append)
+    jobs = [TEXTS[:2], TEXTS[2:], ["a man plays the guitar"]]
+    futures = [batcher.embed(texts) for texts in jobs]  # queued before the worker starts
+    batcher.start()
+    try:
+        for texts, future in zip(jobs, futures):
+            rows = sparse_rows(future.result(timeout=60).vectors)
+            assert_same(rows, pairs(splade, texts))
+    finally:
+        batcher.close()
+    assert [(s.requests, s.sentences, s.kind) for s in stats] == [(3, 5, "embed")]
 
 
 def test_long_inputs_are_refused_unless_truncated(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -90,6 +92,71 @@ def test_tei_rerank_uses_the_cross_encoder_and_its_raw_logits(full_server, folde
         refused.status_code == 413
     )  # TEI's status (ErrorType::Validation) and error body for an input over the limit
     assert refused.json()["error_type"] == "Validation" and refused.json()["error"].startswith("texts[1]: ")
+
+
+def _batch_counts(server: ServerProcess) -> dict[str, float]:
+    """The merged batches of pairs, and the requests and inputs of all merged batches, from /metrics."""
+    wanted = ('sbert_batches_total{kind="pairs"}', "sbert_batch_requests_sum", "sbert_batch_sentences_sum")
+    lines = httpx.get(f"{server.url}/metrics").text.splitlines()
+    values = dict(line.rsplit(" ", 1) for line in lines if line.startswith(wanted))
+    return {name: float(values.get(name, 0)) for name in wanted}
+
+
+def test_concurrent_reranks_of_both_bodies_ride_the_batcher_with_predicts_scores(
+    full_server: ServerProcess, folders: dict[str, Path]
+) -> None:
+    """Each /rerank is a pair job on the batcher (merged with those queued beside it), counted in
+    /metrics as a batch of pairs: the code as landed ran each as an opaque call, counted nowhere."""
+    cross_encoder = CrossEncoder.from_pretrained(folders["cross"], device="cpu")
+    queries = [f"query {i} " + "music " * (i % 5) for i in range(12)]
+    bodies: list[dict[str, Any]] = [
+        {"query": q, "texts": CORPUS[i % 3 :], "raw_scores": True}
+        if i % 2
+        else {"query": q, "documents": CORPUS[i % 3 :], "top_n": 2, "return_documents": True}
+        for i, q in enumerate(queries)
+    ]
+    before = _batch_counts(full_server)
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(
+            pool.map(lambda body: httpx.post(f"{full_server.url}/rerank", json=body, timeout=60), bodies)
+        )
+    after = _batch_counts(full_server)
+    for body, answer in zip(bodies, answers):
+        documents = body.get("texts", body.get("documents"))
+        expected = cross_encoder.predict(
+            [(body["query"], d) for d in documents], apply_activation="texts" not in body
+        )
+        order = list(np.argsort(-expected, kind="stable"))
+        if "texts" in body:  # TEI's answer: every text, best first
+            assert [r["index"] for r in answer.json()] == order
+            np.testing.assert_allclose(
+                [r["score"] for r in answer.json()], expected[order], atol=1e-6, rtol=0
+            )
+        else:
+            results = answer.json()["results"]
+            assert [r["index"] for r in results] == order[:2]
+            assert [r["document"]["text"] for r in results] == [documents[i] for i in order[:2]]
+            np.testing.assert_allclose(
+                [r["relevance_score"] for r in results], expected[order[:2]], atol=1e-6, rtol=0
+            )
+    pairs = sum(len(body.get("texts", body.get("documents"))) for body in bodies)
+    batches = after['sbert_batches_total{kind="pairs"}'] - before['sbert_batches_total{kind="pairs"}']
+    assert 1 <= batches <= len(bodies)
+    assert after["sbert_batch_requests_sum"] - before["sbert_batch_requests_sum"] == len(bodies)
+    assert after["sbert_batch_sentences_sum"] - before["sbert_batch_sentences_sum"] == pairs
+
+
+def test_rerank_refusals_with_a_cross_encoder(full_server: ServerProcess) -> None:
+    left = {"query": "music", "texts": CORPUS, "truncate": True, "truncation_direction": "Left"}
+    refused = httpx.post(f"{full_server.url}/rerank", json=left)
+    assert refused.status_code == 413 and refused.json()["error_type"] == "Validation"  # TEI's status for it
+    assert refused.json()["error"].startswith("truncation_direction: Left")
+    wrong = httpx.post(f"{full_server.url}/rerank", json={"query": "music", "documents": ["a", 3]})
+    assert wrong.status_code == 422 and "documents[1]" in wrong.json()["error"]["message"]
+    both = {"query": "music", "documents": ["rain", " ".join(["music"] * 80), "sun"], "truncate": False}
+    too_long = httpx.post(f"{full_server.url}/rerank", json=both)
+    assert too_long.status_code == 413 and too_long.json()["error"]["param"] == "documents[1]"
+    assert httpx.post(f"{full_server.url}/rerank", json={**both, "truncate": True}).status_code == 200
 
 
 def start_fails(args: list[str]) -> str:

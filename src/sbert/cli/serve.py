@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +109,12 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
         default=ServeOptions.drain_timeout,
         help="seconds SIGTERM waits for requests in flight (default %(default)s)",
     )
+    parser.add_argument(
+        "--engine-process",
+        action="store_true",
+        help="run the model's forward passes in a process of their own, apart from HTTP, JSON and "
+        "tokenizing (the model is loaded twice; a dense transformer model only)",
+    )
 
 
 def _add_batching_arguments(parser: argparse.ArgumentParser) -> None:
@@ -166,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from sbert.server.sparse_served import served  # a SPLADE model wrapped for the server
 
-    models = {name: served(each) for name, each in load_models(args).items()}
+    loaders = model_loaders(args)
+    models = {name: served(load()) for name, load in loaders.items()}
     (first, model), *more = models.items()
     options = ServeOptions(
         host=args.host,
@@ -179,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         limits=Limits(max_body_bytes=args.max_body_bytes, max_items=args.max_items),
         drain_timeout=args.drain_timeout,
         log_level=args.log_level,
+        engine_process=args.engine_process,
     )
     names = {  # a model given by path alone, not renamed: its own name's last part
         name: each or [Path(str(models[name].name)).name]
@@ -191,7 +201,9 @@ def run(args: argparse.Namespace) -> int:
     )
     for name, other in more:
         print(f"sbert serve: also {_described(names[name], other, _plan(other, args))}", file=sys.stderr)
-    return serve([(names[name], each) for name, each in models.items()], options)
+    return serve(
+        [(names[name], each) for name, each in models.items()], options, [loaders[name] for name in models]
+    )
 
 
 def _described(names: list[str], model: Any, plan: str) -> str:
@@ -210,15 +222,16 @@ def _plan(model: Any, args: argparse.Namespace) -> str:
     return ServingPlan.of(model, tokens, args.pack).line()
 
 
-def load_models(args: argparse.Namespace) -> dict[str, Any]:
-    """Every ``--model`` loaded, by its name (``NAME=PATH``, else the path's last part)."""
-    models = {}
+def model_loaders(args: argparse.Namespace) -> dict[str, Callable[[], Any]]:
+    """How to load every ``--model``, by its name (``NAME=PATH``, else the path's last part): a
+    picklable function each, which ``--engine-process`` runs again in the engine's process."""
+    loaders: dict[str, Callable[[], Any]] = {}
     for spec in args.model or [None]:
         name, path = model_spec(spec)
-        if name in models:
+        if name in loaders:
             raise ValueError(f"--model: two models named {name!r}; give each its own name (NAME=PATH)")
-        models[name] = load_served_model(argparse.Namespace(**{**vars(args), "model": path}))
-    return models
+        loaders[name] = partial(load_served_model, argparse.Namespace(**{**vars(args), "model": path}))
+    return loaders
 
 
 def load_served_model(args: argparse.Namespace) -> Any:

@@ -296,13 +296,23 @@ class CrossEncoder(RankMethods, PlannedAttributes, ModelBase):
             show_progress_bar = len(pairs) >= PROGRESS_BAR_MIN_SENTENCES
         bar = tqdm(total=len(pairs), desc="Scoring pairs", unit="pair", disable=not show_progress_bar)
         try:
-            if self._engine is not None:
-                _, runner = self._runner(self.plan, pack)
-                ids = pair_ids(tokenized, self._engine.parts.transformer.vocab_size)
-                return runner.run(ids, RunOptions(batch_size=batch_size, pack=pack), bar.update)
-            return self._torch_logits(tokenized, batch_size, bar.update)
+            return self.tokens_logits(tokenized, RunOptions(batch_size=batch_size, pack=pack), bar.update)
         finally:
             bar.close()
+
+    @in_eval_mode
+    def tokens_logits(
+        self, tokenized: TokenizedPairs, options: RunOptions, progress: Any = lambda done: None
+    ) -> Tensor:
+        """Raw scores (n, num_labels) of pairs already tokenized (as :meth:`tokenize` cuts them), by
+        the runner :meth:`logits` runs on, batched as ``options`` says (batch size, padded tokens,
+        cost of a pass, packing): the step after tokenizing, which ``sbert serve`` runs once for
+        the pairs of several merged /rerank requests."""
+        if self._engine is not None:
+            _, runner = self._runner(self.plan, options.pack)
+            ids = pair_ids(tokenized, self._engine.parts.transformer.vocab_size)
+            return runner.run(ids, options, progress)
+        return self._torch_logits(tokenized, options.batch_size, progress)
 
     def _torch_logits(self, tokenized: TokenizedPairs, batch_size: int, progress: Any) -> Tensor:
         """The whole Hugging Face model in float32, on padded length-sorted batches (in eval mode:

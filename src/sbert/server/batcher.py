@@ -23,6 +23,13 @@ sentences × longest where it pads), and the next request that would pass it sta
 call: a request over the budget alone is one call, which the pipeline cuts into budget-sized passes.
 Each batch's requests are answered as soon as it is done.
 
+A cross-encoder's pairs (``/rerank``) are merged and cut the same way (:mod:`sbert.server.pair_jobs`);
+jobs of different kinds never share a batch.
+
+With an engine process (``sbert serve --engine-process``, :mod:`sbert.server.engine`) the worker
+sends each batch's token ids there and takes the next requests as soon as the engine has room (two
+batches out at most); each batch is answered from the engine's reader thread.
+
 A full queue raises :class:`Overloaded` at once (with a retry estimate), never blocking the caller.
 """
 
@@ -37,13 +44,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse
 
 from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.inference.runner import RunOptions
+from sbert.server.engine import EngineProcess
 from sbert.server.serving_plan import CPU_BATCH_TOKENS
 from sbert.server.settings import BatchSettings
 from sbert.server.tokens import ArrivalTokens, Ids, TokenBudget
@@ -105,6 +114,7 @@ class BatchStats:
     sentences: int
     tokens: int
     seconds: float
+    kind: str = "embed"  # "embed" (texts to vectors), "pairs" (a cross-encoder's, server.pair_jobs)
 
 
 @dataclass
@@ -119,12 +129,33 @@ class _EmbedJob:
     def items(self) -> int:
         return len(self.texts)
 
+    @property
+    def key(self) -> Any:
+        return ("embed", self.prompt)  # only texts with the same prompt share a batch
+
 
 @dataclass
 class _CallJob:
     fn: Callable[[], Any]
     items: int
     future: Future[Any]
+
+
+class MergedJob(Protocol):
+    """A kind of job the worker merges as it merges texts (:mod:`sbert.server.pair_jobs`): queued jobs
+    of one ``key`` are taken together, up to ``target`` items; ``run_merged`` answers their futures."""
+
+    future: Future[Any]
+
+    @property
+    def items(self) -> int: ...
+
+    @property
+    def key(self) -> Any: ...
+
+    def target(self, batcher: Batcher) -> int: ...
+
+    def run_merged(self, batcher: Batcher, jobs: list[Any]) -> None: ...
 
 
 class Batcher:
@@ -145,6 +176,8 @@ class Batcher:
             float32 or bf16) rows are packed instead.
         token_budget: Batches cut as TEI's queue cuts them (the GPU pipeline; see the module's
             docstring), of at most ``settings.max_batch_tokens`` tokens; ``None``: by sentences.
+        engine: The process that runs the forward passes (:mod:`sbert.server.engine`), where the
+            model's texts are tokenized on arrival; ``None``: this process, on the worker thread.
 
     Not run by the tests: it starts the worker thread (tests/server/test_batcher.py drives it).
 
@@ -166,6 +199,7 @@ class Batcher:
         in_flight: Callable[[], int] = lambda: 0,
         batch_cost_tokens: int | None = BATCH_COST_TOKENS,
         token_budget: TokenBudget | None = None,
+        engine: EngineProcess | None = None,
     ) -> None:
         if parallel_batches < 1:
             raise ValueError(f"parallel_batches must be at least 1, got {parallel_batches}")
@@ -180,7 +214,8 @@ class Batcher:
         self.in_flight = in_flight
         self.batch_cost_tokens = batch_cost_tokens
         self.token_budget = token_budget
-        self._queue: deque[_EmbedJob | _CallJob] = deque()
+        self.engine = engine
+        self._queue: deque[_EmbedJob | _CallJob | MergedJob] = deque()
         self._queued_items = 0
         self._closing = False
         self._cond = threading.Condition()
@@ -202,6 +237,8 @@ class Batcher:
         """Take the next unit of work (waiting for one) and run it on the calling thread; ``False``
         once closed and drained. The worker thread loops on it; a test may call it from its own
         thread instead of :meth:`start` (the CUDA-rules fixture watches one thread)."""
+        if self.engine is not None:  # take the requests when the engine has room for them
+            self.engine.wait_for_room()
         work = self._take()
         if work is None:
             return False
@@ -211,8 +248,10 @@ class Batcher:
                     work.future.set_result(work.fn())
                 except BaseException as error:  # the worker must outlive any one job
                     work.future.set_exception(error)
-        else:
+        elif isinstance(work[0], _EmbedJob):
             self._embed(work)
+        else:
+            work[0].run_merged(self, work)
         return True
 
     def embed(self, texts: Sequence[str], truncate: bool = True, prompt: str = "") -> Future[Embedded]:
@@ -238,6 +277,10 @@ class Batcher:
             raise
         return future
 
+    def submit(self, job: MergedJob) -> None:
+        """Queue a job of another kind (:class:`MergedJob`); raises as :meth:`embed` does."""
+        self._put(job)
+
     def call(self, fn: Callable[[], T], items: int = 1) -> Future[T]:
         """Run ``fn`` on the worker thread in queue order (for work that uses the model's thread:
         a cross-encoder, an index search); ``items`` counts against the queue bound."""
@@ -254,6 +297,8 @@ class Batcher:
             self._thread.join(timeout)
         if self.tokens is not None:
             self.tokens.close()
+        if self.engine is not None:
+            self.engine.close()
 
     def retry_after(self) -> int:
         """Whole seconds until the queue has likely drained (at least 1)."""
@@ -261,7 +306,7 @@ class Batcher:
             return 1
         return max(1, math.ceil(self._queued_items / self._rate))
 
-    def _put(self, job: _EmbedJob | _CallJob) -> None:
+    def _put(self, job: _EmbedJob | _CallJob | MergedJob) -> None:
         with self._cond:
             if self._closing:
                 raise ServerClosed("the server is shutting down")
@@ -274,8 +319,8 @@ class Batcher:
             self._queued_items += job.items
             self._cond.notify()
 
-    def _take(self) -> list[_EmbedJob] | _CallJob | None:
-        """The next unit of work: a call, or embedding jobs merged up to the batch target."""
+    def _take(self) -> list[Any] | _CallJob | None:
+        """The next unit of work: a call, or jobs of one kind and key merged up to the batch target."""
         with self._cond:
             while not self._queue and not self._closing:
                 self._cond.wait()
@@ -286,11 +331,13 @@ class Batcher:
             if isinstance(first, _CallJob):
                 return first
             jobs, items = [first], first.items
-            target = self._target()
+            target = self._target() if isinstance(first, _EmbedJob) else first.target(self)
             deadline = time.monotonic() + self._wait_seconds()
             while True:
-                while self._queue and isinstance(nxt := self._queue[0], _EmbedJob):
-                    if items + nxt.items > target or nxt.prompt != first.prompt:
+                while (
+                    self._queue and not isinstance(nxt := self._queue[0], _CallJob) and nxt.key == first.key
+                ):
+                    if items + nxt.items > target:
                         break
                     self._queue.popleft()
                     self._queued_items -= nxt.items
@@ -344,19 +391,28 @@ class Batcher:
             self._encode(live[run.start : run.stop])
 
     def _encode(self, live: list[tuple[_EmbedJob, list[int]]]) -> None:
-        """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error)."""
+        """One ``encode()`` call for the jobs' texts; each job gets its rows (or the error). With an
+        engine process the call is sent and answered from the engine's thread when done, while this
+        worker forms the next batch (the engine never waits for the worker between two batches)."""
         if not live:  # every job of the take was refused (InputTooLong): nothing to encode
             return
-        limit = int(self.model.max_seq_length)
-        texts = [text for job, _ in live for text in job.texts]
-        size = max(1, min(self.settings.max_batch_size, math.ceil(len(texts) / self.parallel_batches)))
+        count = sum(job.items for job, _ in live)
+        size = max(1, min(self.settings.max_batch_size, math.ceil(count / self.parallel_batches)))
         start = time.perf_counter()
         try:
-            if self.tokens is not None:
-                vectors = self._encode_ids(live, size)
-            else:
-                vectors = self.model.encode(
-                    texts,
+            vectors = self._vectors(live, size)
+        except BaseException as error:
+            vectors = Future()
+            vectors.set_exception(error)
+        vectors.add_done_callback(partial(self._answer, live, start))
+
+    def _vectors(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> Future[Any]:
+        """The jobs' vectors (n, dim), in a future: done at once on this thread, or by the engine."""
+        done: Future[Any] = Future()
+        if self.tokens is None:
+            done.set_result(
+                self.model.encode(
+                    [text for job, _ in live for text in job.texts],
                     batch_size=size,
                     max_tokens=self.settings.max_batch_tokens,
                     batch_cost_tokens=self.batch_cost_tokens,
@@ -364,28 +420,49 @@ class Batcher:
                     show_progress_bar=False,
                     prompt=live[0][0].prompt,
                 )
-            # convert_to_tensor is off; a sparse model (server.sparse_served) gives a CSR matrix,
-            # which slices by rows below as an array does
-            assert isinstance(vectors, np.ndarray) or scipy.sparse.issparse(vectors)
-        except BaseException as error:
-            logger.exception("encoding a batch of %d sentences failed", len(texts))
+            )
+            return done
+        ids, options = self._token_ids(live, size)
+        if self.engine is not None:
+            return self.engine.submit(ids, options)
+        done.set_result(self.model.encode_token_ids(ids, options).numpy())  # (n, dim) float32
+        return done
+
+    def _answer(self, live: list[tuple[_EmbedJob, list[int]]], start: float, done: Future[Any]) -> None:
+        """Each job its rows of the batch's vectors, or the batch's error; the rate and metrics."""
+        limit = int(self.model.max_seq_length)
+        count = sum(job.items for job, _ in live)
+        error = done.exception()
+        if error is not None:
+            logger.error("encoding a batch of %d sentences failed", count, exc_info=error)
             for job, _ in live:
                 job.future.set_exception(error)
             return
+        vectors = done.result()
+        # convert_to_tensor is off; a sparse model (server.sparse_served) gives a CSR matrix,
+        # which slices by rows below as an array does
+        assert isinstance(vectors, np.ndarray) or scipy.sparse.issparse(vectors)
+        truncate_dim = getattr(self.model, "truncate_dim", None) if self.tokens is not None else None
+        if truncate_dim is not None:  # token ids run without it: cut as encode() cuts them
+            vectors = vectors[:, :truncate_dim]
         seconds = time.perf_counter() - start
         offset = 0
         for job, counts in live:
             job.future.set_result(Embedded(vectors[offset : offset + job.items], counts, limit))
             offset += job.items
-        rate = len(texts) / max(seconds, 1e-6)
+        tokens = sum(min(count, limit) for _, counts in live for count in counts)
+        self.finished(BatchStats(len(live), count, tokens, seconds))
+
+    def finished(self, stats: BatchStats) -> None:
+        """A merged batch is done: its rate feeds Retry-After, its stats the metrics."""
+        rate = stats.sentences / max(stats.seconds, 1e-6)
         self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate
         if self.on_batch is not None:
-            tokens = sum(min(count, limit) for _, counts in live for count in counts)
-            self.on_batch(BatchStats(len(live), len(texts), tokens, seconds))
+            self.on_batch(stats)
 
-    def _encode_ids(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> np.ndarray:
-        """``encode(texts)``'s vectors (n, dim) from the ids tokenized on arrival: inputs over the
-        model's limit tokenized again with truncation (as ``encode()`` cuts them), the rest as they are."""
+    def _token_ids(self, live: list[tuple[_EmbedJob, list[int]]], size: int) -> tuple[Ids, RunOptions]:
+        """What ``encode(texts)`` runs, from the ids tokenized on arrival: inputs over the model's
+        limit tokenized again with truncation (as ``encode()`` cuts them), the rest as they are."""
         assert self.tokens is not None
         limit, prompt = int(self.model.max_seq_length), live[0][0].prompt
         ids: Ids = []
@@ -405,9 +482,7 @@ class Batcher:
             self.settings.pack,
             prompt_length=self.tokens.prompt_length(prompt),
         )
-        vectors = self.model.encode_token_ids(ids, options).numpy()  # (n, dim) float32
-        truncate_dim = getattr(self.model, "truncate_dim", None)  # as encode() cuts them
-        return vectors if truncate_dim is None else vectors[:, :truncate_dim]
+        return ids, options
 
     def _counted(self, jobs: list[_EmbedJob]) -> list[tuple[_EmbedJob, list[int]]]:
         """Each job with the token counts of its texts, prompt included (the jobs share one), from

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from sbert.embeddings.truncation import truncate_embeddings
-from sbert.server import abilities, tei
+from sbert.server import abilities, pair_jobs, tei
 from sbert.server.batcher import Embedded, InputTooLong
 from sbert.server.responses import JSONResponse, embedding_values
 from sbert.server.schemas import (
@@ -34,7 +34,7 @@ from sbert.server.schemas import (
     rerank_shape,
     similarity_shape,
 )
-from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
+from sbert.server.scoring import cosine_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
 from sbert.server.sparse_served import refuse_sparse
 
@@ -203,11 +203,8 @@ async def rerank(request: Request) -> Response:
             )
         scores = await await_worker(
             service.batcher,
-            lambda: service.batcher.call(
-                lambda: cross_encoder_scores(
-                    cross_encoder, body.query, body.documents, body.truncate, raw=body.raw_scores
-                ),
-                items=len(body.documents),
+            lambda: pair_jobs.rerank(
+                service.batcher, cross_encoder, body.query, body.documents, body.truncate, body.raw_scores
             ),
             lambda i: f"documents[{i}]",
         )

@@ -38,6 +38,12 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.batches = Counter(
+            "sbert_batches",
+            "Merged batches by kind: embed (texts to vectors), pairs (a cross-encoder's /rerank pairs)",
+            ["kind"],
+            registry=self.registry,
+        )
         self.batch_requests = Histogram(
             "sbert_batch_requests",
             "Requests merged into one batch",
@@ -46,7 +52,7 @@ class Metrics:
         )
         self.batch_sentences = Histogram(
             "sbert_batch_sentences",
-            "Sentences in one merged batch",
+            "Sentences (or pairs) in one merged batch",
             buckets=SIZE_BUCKETS,
             registry=self.registry,
         )
@@ -75,6 +81,7 @@ class Metrics:
 
     def batch(self, stats: BatchStats) -> None:
         """Called on the batcher's worker thread (prometheus_client is thread-safe)."""
+        self.batches.labels(stats.kind).inc()
         self.batch_requests.observe(stats.requests)
         self.batch_sentences.observe(stats.sentences)
         self.batch_tokens.observe(stats.tokens)

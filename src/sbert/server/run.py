@@ -10,7 +10,7 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -18,16 +18,23 @@ from typing import Any
 
 import uvicorn
 
-from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.base.errors import ModelLoadError
 from sbert.inference.cuda.graphs import BATCH_BUCKETS
 from sbert.server.abilities import is_sparse
 from sbert.server.app import create_app
 from sbert.server.batcher import Batcher, TokenBudget
+from sbert.server.engine import EngineDied, EngineProcess
 from sbert.server.gate import Gate
 from sbert.server.service import Service, Services
-from sbert.server.serving_plan import default_batch_tokens, on_gpu_pipeline, unpadded
+from sbert.server.serving_plan import (
+    default_batch_tokens,
+    on_gpu_pipeline,
+    parallel_passes,
+    pass_cost,
+    unpadded,
+)
 from sbert.server.settings import ServeOptions
+from sbert.server.tokens import ArrivalTokens
 
 logger = logging.getLogger("sbert")
 WARM_UP = ["A warm-up sentence.", "Another, somewhat longer sentence to compile a second shape for."]
@@ -59,11 +66,18 @@ class DrainingServer(uvicorn.Server):
         return await super().on_tick(counter)
 
 
-def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) -> Service:
+def build_service(
+    model: Any, options: ServeOptions, names: Sequence[str] = (), load: Callable[[], Any] | None = None
+) -> Service:
     """The model's batcher, the index and the cross-encoder, all loaded and checked now; ``names``:
-    the names a request may give the model, the first the one answers give (none: its own name)."""
+    the names a request may give the model, the first the one answers give (none: its own name);
+    ``load``: how the engine process loads the model again (``options.engine_process``)."""
     index = load_index(model, options.index) if options.index else None
-    cross_encoder = load_cross_encoder(options.cross_encoder) if options.cross_encoder else None
+    cross_encoder = (
+        load_cross_encoder(options.cross_encoder, getattr(model, "device", "cpu"))
+        if options.cross_encoder
+        else None
+    )
     budget = token_budget(model, options)  # before the warm-up: it builds the GPU pipeline
     # Compile (and calibrate) now, the packed graph too, so that no request waits for it.
     vectors = model.encode(WARM_UP, show_progress_bar=False, pack=options.batching.pack)
@@ -77,10 +91,13 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
         cross_encoder.predict([(WARM_UP[0], WARM_UP[1])])
     if on_gpu_pipeline(model):
         warm_up_graphs(model)
-    # OpenVINO runs one batch per core side by side; PyTorch spreads one batch over every core.
-    parallel = _threads() if model.backend == "openvino" else 1
     batcher = Batcher(
-        model, options.batching, parallel, token_budget=budget, batch_cost_tokens=pass_cost(model)
+        model,
+        options.batching,
+        parallel_passes(model),
+        token_budget=budget,
+        batch_cost_tokens=pass_cost(model),
+        engine=engine_process(model, load) if options.engine_process else None,
     )
     model_id, *aliases = names or [Path(str(model.name)).name]
     return Service(
@@ -88,19 +105,20 @@ def build_service(model: Any, options: ServeOptions, names: Sequence[str] = ()) 
     )
 
 
-def pass_cost(model: Any) -> int | None:
-    """What one forward pass costs beyond its tokens, for the batcher's cuts: the one measured on
-    OpenVINO (:data:`~sbert.base.batching.BATCH_COST_TOKENS`) where the model runs there; elsewhere
-    ``None``, batches of ``--max-batch-size`` as ``encode()`` cuts them: on PyTorch a pass's fixed
-    cost is the framework's, not OpenVINO's, and cut at 24 tokens a 32-sentence request of a small
-    model ran in several passes where one was cheaper (docs/benchmarks.md, the server's CPU proxy).
-
-    Examples:
-        >>> from types import SimpleNamespace
-        >>> pass_cost(SimpleNamespace(backend="openvino")), pass_cost(SimpleNamespace(backend="torch"))
-        (24, None)
-    """
-    return BATCH_COST_TOKENS if model.backend == "openvino" else None
+def engine_process(model: Any, load: Callable[[], Any] | None) -> EngineProcess | None:
+    """``--engine-process``: the model's forward passes in a process of their own, started and
+    loaded now (a model that fails to load there stops the server here); ``None`` where the server
+    does not tokenize the model's texts itself (a static model, a router, a sparse model), whose
+    ``encode()`` stays on the batcher's thread, or without a loader."""
+    if load is None or not ArrivalTokens.supports(model):
+        logger.warning("--engine-process: %s runs on the batcher's thread (no token ids to send)", model.name)
+        return None
+    engine = EngineProcess(load)
+    try:
+        engine.wait_ready()
+    except EngineDied as error:
+        raise ModelLoadError(f"--engine-process: {error}") from error
+    return engine
 
 
 def load_index(model: Any, path: str) -> Any:
@@ -139,8 +157,10 @@ def warm_up_graphs(model: Any) -> None:
         model.encode(WARM_UP[:1] * count, show_progress_bar=False)
 
 
-def load_cross_encoder(path: str) -> Any:
-    """A trained one-output cross-encoder; a plain encoder (which would get an untrained head) is refused."""
+def load_cross_encoder(path: str, device: Any = "cpu") -> Any:
+    """A trained one-output cross-encoder, on ``device`` (the served model's: a GPU server reranks on
+    the GPU, at the precision its plan picks there); a plain encoder (which would get an untrained
+    head) is refused."""
     from sbert.cross_encoder import CONFIG_FILE, CrossEncoder
     from sbert.cross_encoder.loading import folder_has_head
 
@@ -157,7 +177,7 @@ def load_cross_encoder(path: str) -> Any:
             f"{folder}: not a cross-encoder (no {CONFIG_FILE}, no sequence-classification head in "
             "config.json); serving it would score with an untrained head"
         )
-    cross_encoder = CrossEncoder.from_pretrained(folder, device="cpu")
+    cross_encoder = CrossEncoder.from_pretrained(folder, device=device)
     if cross_encoder.num_labels != 1:
         raise ModelLoadError(
             f"{folder}: a {cross_encoder.num_labels}-label classifier; /rerank needs a one-output (score) model"
@@ -165,17 +185,24 @@ def load_cross_encoder(path: str) -> Any:
     return cross_encoder
 
 
-def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) -> int:
+def serve(
+    models: Sequence[tuple[Sequence[str], Any]],
+    options: ServeOptions,
+    loaders: Sequence[Callable[[], Any] | None] = (),
+) -> int:
     """Serve until SIGTERM (drained) or SIGINT; returns the exit status.
 
     ``models``: each model with its served names (:meth:`Services.names`), each with its own batcher
     (a request picks one by ``model``); the first is the default, and the one the index and the
-    cross-encoder go with.
+    cross-encoder go with. ``loaders``: how each model is loaded again, for ``--engine-process``.
     """
-    (names, model), *more = models
+    loads = list(loaders) or [None] * len(models)
     others = replace(options, index=None, cross_encoder=None)
     services = Services(
-        [build_service(model, options, names)] + [build_service(other, others, each) for each, other in more]
+        [
+            build_service(model, options if i == 0 else others, names, loads[i])
+            for i, (names, model) in enumerate(models)
+        ]
     )
     app = create_app(services, options.api_key, options.max_concurrent_requests)
     config = uvicorn.Config(
@@ -195,9 +222,3 @@ def serve(models: Sequence[tuple[Sequence[str], Any]], options: ServeOptions) ->
         for service in services.all:
             service.batcher.close(timeout=options.drain_timeout)
     return 0 if server.started else 1
-
-
-def _threads() -> int:
-    import torch
-
-    return max(1, torch.get_num_threads())

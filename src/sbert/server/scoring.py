@@ -1,13 +1,10 @@
-"""Scores for ``/similarity`` and ``/rerank``: cosine of bi-encoder vectors, or a cross-encoder."""
+"""Scores for ``/similarity`` and ``/rerank``: cosine of bi-encoder vectors, and the ranking; a
+cross-encoder's scores come from the batcher (:mod:`sbert.server.pair_jobs`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 
-from sbert.server.batcher import InputTooLong
 from sbert.server.schemas import APIError
 
 
@@ -21,28 +18,6 @@ def cosine_scores(query: np.ndarray, others: np.ndarray) -> np.ndarray:
     """
     norms = np.linalg.norm(others, axis=1) * np.linalg.norm(query)
     return (others @ query / np.maximum(norms, 1e-12)).astype(np.float32)
-
-
-def cross_encoder_scores(
-    cross_encoder: Any, query: str, documents: Sequence[str], truncate: bool = True, raw: bool = False
-) -> np.ndarray:
-    """The cross-encoder's score of each ``(query, document)`` pair, float32; runs on the batcher's thread.
-
-    ``raw``: the logit, not the sigmoid of it (TEI's ``raw_scores``).
-
-    Raises:
-        InputTooLong: ``truncate=False`` and a pair is longer than the model's limit (the index is
-            the document's).
-    """
-    pairs = [(query, document) for document in documents]
-    if not truncate:
-        ids = cross_encoder.tokenizer(
-            [query] * len(documents), list(documents), truncation=False, verbose=False
-        )["input_ids"]
-        for index, row in enumerate(ids):
-            if len(row) > cross_encoder.max_seq_length:
-                raise InputTooLong(index, len(row), cross_encoder.max_seq_length)
-    return np.asarray(cross_encoder.predict(pairs, batch_size=32, apply_activation=not raw), dtype=np.float32)
 
 
 def ranked(scores: np.ndarray, top_n: int | None = None) -> list[tuple[int, np.floating]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sbert.base.batching import MAX_BATCH_TOKENS
+from sbert.base.batching import BATCH_COST_TOKENS, MAX_BATCH_TOKENS
 
 CPU_BATCH_TOKENS = 8192  # padded tokens of one forward pass on a CPU engine
 
@@ -64,6 +64,29 @@ def on_gpu_pipeline(model: Any) -> bool:
 def default_batch_tokens(model: Any) -> int:
     """``--max-batch-tokens`` left out: TEI's 16384 on the GPU pipeline, 8192 padded on a CPU."""
     return MAX_BATCH_TOKENS if on_gpu_pipeline(model) else CPU_BATCH_TOKENS
+
+
+def pass_cost(model: Any) -> int | None:
+    """What one forward pass costs beyond its tokens, for the batcher's cuts: the one measured on
+    OpenVINO (:data:`~sbert.base.batching.BATCH_COST_TOKENS`) where the model runs there; elsewhere
+    ``None``, batches of ``--max-batch-size`` as ``encode()`` cuts them: on PyTorch a pass's fixed
+    cost is the framework's, not OpenVINO's, and cut at 24 tokens a 32-sentence request of a small
+    model ran in several passes where one was cheaper (docs/benchmarks.md, the server's CPU proxy).
+
+    Examples:
+        >>> from types import SimpleNamespace
+        >>> pass_cost(SimpleNamespace(backend="openvino")), pass_cost(SimpleNamespace(backend="torch"))
+        (24, None)
+    """
+    return BATCH_COST_TOKENS if model.backend == "openvino" else None
+
+
+def parallel_passes(model: Any) -> int:
+    """Forward passes a merged batch is cut into at least: OpenVINO runs one batch per core side by
+    side (one per torch thread); PyTorch spreads one batch over every core (1)."""
+    import torch
+
+    return max(1, torch.get_num_threads()) if model.backend == "openvino" else 1
 
 
 def unpadded(model: Any) -> bool:

@@ -63,6 +63,7 @@ class ServeOptions:
     limits: Limits = field(default_factory=Limits)
     drain_timeout: float = 30.0
     log_level: str = "warning"
+    engine_process: bool = False  # forward passes in a process of their own (sbert.server.engine)
 
     def __post_init__(self) -> None:
         check_at_least(self, ("max_concurrent_requests",), 1)

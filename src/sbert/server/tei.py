@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from sbert.modules.normalize import Normalize
-from sbert.server import abilities
+from sbert.server import abilities, pair_jobs
 from sbert.server.responses import JSONResponse
 from sbert.server.schemas import (
     TEI_BODY,
@@ -56,7 +56,7 @@ from sbert.server.schemas import (
     decode_shape,
     parse_body,
 )
-from sbert.server.scoring import cosine_scores, cross_encoder_scores, no_raw_scores, ranked
+from sbert.server.scoring import cosine_scores, no_raw_scores, ranked
 from sbert.server.service import Service, await_worker, read_body, services_of, version
 from sbert.server.sparse_served import (
     refuse_dense,
@@ -276,9 +276,8 @@ async def rerank(service: Service, body: TEIRerankRequest) -> Response:
             )
         scores = await await_worker(
             service.batcher,
-            lambda: service.batcher.call(
-                lambda: cross_encoder_scores(cross_encoder, body.query, texts, truncate, raw=body.raw_scores),
-                items=len(texts),
+            lambda: pair_jobs.rerank(
+                service.batcher, cross_encoder, body.query, texts, truncate, body.raw_scores
             ),
             lambda i: f"texts[{i}]",
         )
