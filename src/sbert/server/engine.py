@@ -63,6 +63,9 @@ class EngineProcess:
     The process is started on construction and again whenever it died; a thread of the server
     reads its answers in order and completes each batch's future. :meth:`close` stops it.
 
+    Not run by the tests as a doctest: it starts a process that loads the bundled model
+    (tests/server/test_engine.py starts one on a tiny model).
+
     Examples:
         >>> from functools import partial
         >>> from sbert import SentenceEncoder

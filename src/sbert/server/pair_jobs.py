@@ -82,7 +82,7 @@ def rerank(
     Raises:
         Overloaded, ServerClosed: as :meth:`~sbert.server.batcher.Batcher.embed`.
 
-    Not run by the doctests: it needs a started batcher (tests/server/test_pair_jobs.py drives one).
+    Not run by the tests as a doctest: it needs a started batcher (tests/server/test_pair_jobs.py drives one).
 
     Examples:
         >>> future = rerank(batcher, cross_encoder, "music", ["a guitar solo", "a tax form"])  # doctest: +SKIP
