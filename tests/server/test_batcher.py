@@ -12,6 +12,7 @@ from sbert import SentenceEncoder
 from sbert.server.batcher import Batcher, BatchStats, InputTooLong, Overloaded, ServerClosed
 from sbert.server.run import build_service
 from sbert.server.scoring import cosine_scores, ranked
+from sbert.server.serving_plan import CPU_TAKE_PASSES
 from sbert.server.settings import BatchSettings, ServeOptions
 
 JOBS = [["a man plays the guitar"], ["the dog runs", "rain", "a child is eating food in the park"], ["sun"]]
@@ -115,11 +116,43 @@ def test_a_pytorch_model_is_served_in_the_batches_encode_cuts(tiny_encoder: Sent
 def test_merging_stops_at_the_batch_target(tiny_encoder: SentenceEncoder) -> None:
     stats: list[BatchStats] = []
     batcher = Batcher(tiny_encoder, BatchSettings(max_batch_size=2), on_batch=stats.append)
-    futures = [batcher.embed([f"sentence {i}"]) for i in range(5)]
+    target = 2 * CPU_TAKE_PASSES  # sentences one take merges: several passes' worth
+    futures = [batcher.embed([f"sentence {i}"]) for i in range(target + 3)]
     batcher.start()
     [future.result(timeout=30) for future in futures]
     batcher.close()
-    assert [s.sentences for s in stats] == [2, 2, 1]
+    assert [s.sentences for s in stats] == [target, 3]
+
+
+def test_requests_of_a_pass_each_merge_and_are_cut_by_length_as_encode_cuts_them(
+    tiny_encoder: SentenceEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """64 clients × 32 sentences on PyTorch: a take of one request a pass ran each request as it
+    arrived, padded to its longest sentence (the STSb test set: 1.71× the real tokens, against
+    encode()'s 1.02×). Queued requests of a full pass each now go to encode() together, which sorts
+    them by length: here two passes of equal lengths, not four of mixed ones."""
+    passes: list[list[int]] = []
+    collate = tiny_encoder.input_module.collate
+
+    def recorded(ids: list[list[int]]) -> object:
+        passes.append(sorted(len(row) for row in ids))
+        return collate(ids)
+
+    short, long = "rain", "a child is eating food in the park with his dog"
+    jobs = [[short, long] * 2, [long, short] * 2, [short, short, long, long], [long, long, short, short]]
+    expected = [tiny_encoder.encode(texts) for texts in jobs]
+    monkeypatch.setattr(tiny_encoder.input_module, "collate", recorded)
+    stats: list[BatchStats] = []
+    batcher = Batcher(tiny_encoder, BatchSettings(max_batch_size=4), on_batch=stats.append, batch_cost_tokens=None)
+    futures = [batcher.embed(texts) for texts in jobs]  # queued before the worker starts
+    batcher.start()
+    try:
+        for vectors, future in zip(expected, futures):
+            np.testing.assert_allclose(future.result(timeout=30).vectors, vectors, atol=1e-6)
+    finally:
+        batcher.close()
+    assert [(s.requests, s.sentences) for s in stats] == [(4, 16)]
+    assert [len(set(lengths)) for lengths in passes] == [1, 1, 1, 1]  # every pass one length: no padding
 
 
 def test_full_queue_raises_overloaded_and_close_refuses(tiny_encoder: SentenceEncoder) -> None:

@@ -4,8 +4,8 @@ One worker thread owns the model (token counts read beside it go through private
 tokenizer: :class:`~sbert.modules.batch_tokenizer.BatchTokenizer`). Callers put jobs on a bounded queue and get a
 :class:`concurrent.futures.Future` back; an asyncio server awaits it with ``asyncio.wrap_future``, so
 the event loop never runs the model. The worker takes the oldest job and every embedding job queued
-behind it, up to ``parallel_batches × max_batch_size`` sentences, and encodes them in one
-``encode()`` call. Where the model allows (BERT on OpenVINO, float32 or bf16) the sentences are
+behind it, up to ``CPU_TAKE_PASSES × parallel_batches × max_batch_size`` sentences, and encodes them
+in one ``encode()`` call. Where the model allows (BERT on OpenVINO, float32 or bf16) the sentences are
 packed into rows without padding (``pack``; in groups of 16, 0.79× the rate of one large
 ``encode()`` against 0.62× padded: ``benchmarks/packed_groups.py``). Elsewhere they are sorted by
 length and cut where padded tokens plus a fixed cost per forward pass are least
@@ -53,7 +53,7 @@ import scipy.sparse
 from sbert.base.batching import BATCH_COST_TOKENS
 from sbert.inference.runner import RunOptions
 from sbert.server.engine import EngineProcess
-from sbert.server.serving_plan import CPU_BATCH_TOKENS
+from sbert.server.serving_plan import CPU_BATCH_TOKENS, CPU_TAKE_PASSES
 from sbert.server.settings import BatchSettings
 from sbert.server.tokens import ArrivalTokens, Ids, TokenBudget
 
@@ -364,11 +364,13 @@ class Batcher:
         return max(self._last_requests, self.in_flight()) if self._last_requests > 1 else 1
 
     def _target(self) -> int:
-        """Most sentences one take merges: by sentences on a CPU engine; under a token budget, as
-        many as could fit it (every input is a token at least): :meth:`_embed` cuts by tokens."""
+        """Most sentences one take merges: on a CPU engine, several passes' worth
+        (:data:`~sbert.server.serving_plan.CPU_TAKE_PASSES`), which ``encode()`` sorts by length and
+        cuts into passes; under a token budget, as many as could fit it (every input is a token at
+        least): :meth:`_embed` cuts by tokens."""
         if self.token_budget is not None:
             return self.token_budget.tokens
-        return self.parallel_batches * self.settings.max_batch_size
+        return self.parallel_batches * self.settings.max_batch_size * CPU_TAKE_PASSES
 
     def _work(self) -> None:
         while self.step():

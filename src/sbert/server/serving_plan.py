@@ -17,6 +17,13 @@ from typing import Any
 from sbert.base.batching import BATCH_COST_TOKENS, MAX_BATCH_TOKENS
 
 CPU_BATCH_TOKENS = 8192  # padded tokens of one forward pass on a CPU engine
+# Forward passes' worth of sentences one take of the batcher merges on a CPU engine, which
+# encode() then sorts by length and cuts into passes of --max-batch-size. A take of one pass's
+# sentences (64 clients × 32 sentences: one request a take) is cut as it arrived: the STSb test
+# sentences padded to 1.71× their real tokens, against 1.02× for encode() of all 2,048; takes of 16
+# passes (512 sentences) 1.07× (benchmarks/serve_padding.py). It also pays a call's fixed costs
+# (the runner's weights check, the plan) once for 16 passes.
+CPU_TAKE_PASSES = 16
 
 
 def check_device(device: str | None) -> None:
