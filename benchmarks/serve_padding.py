@@ -23,7 +23,9 @@ def padded_over_real(lengths: np.ndarray, take: int, batch_size: int) -> float:
     padded = 0
     for start in range(0, len(lengths), take):
         part = lengths[start : start + take]
-        padded += sum(len(batch) * int(part[batch].max()) for batch in length_sorted_batches(part, batch_size))
+        padded += sum(
+            len(batch) * int(part[batch].max()) for batch in length_sorted_batches(part, batch_size)
+        )
     return padded / int(lengths.sum())
 
 
@@ -39,7 +41,9 @@ def main() -> None:
     lengths = np.array([len(row) for row in model.token_ids(texts).ids])
     print(f"{len(texts)} sentences, {int(lengths.sum())} real tokens, batches of {args.batch_size}")
     for take in [32, 64, 128, 256, 512, 1024, len(texts)]:
-        print(f"  takes of {take:5d} sentences: padded {padded_over_real(lengths, take, args.batch_size):.2f}× real")
+        print(
+            f"  takes of {take:5d} sentences: padded {padded_over_real(lengths, take, args.batch_size):.2f}× real"
+        )
 
 
 if __name__ == "__main__":

@@ -143,7 +143,9 @@ def test_requests_of_a_pass_each_merge_and_are_cut_by_length_as_encode_cuts_them
     expected = [tiny_encoder.encode(texts) for texts in jobs]
     monkeypatch.setattr(tiny_encoder.input_module, "collate", recorded)
     stats: list[BatchStats] = []
-    batcher = Batcher(tiny_encoder, BatchSettings(max_batch_size=4), on_batch=stats.append, batch_cost_tokens=None)
+    batcher = Batcher(
+        tiny_encoder, BatchSettings(max_batch_size=4), on_batch=stats.append, batch_cost_tokens=None
+    )
     futures = [batcher.embed(texts) for texts in jobs]  # queued before the worker starts
     batcher.start()
     try:
