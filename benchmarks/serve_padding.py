@@ -23,9 +23,8 @@ def padded_over_real(lengths: np.ndarray, take: int, batch_size: int) -> float:
     padded = 0
     for start in range(0, len(lengths), take):
         part = lengths[start : start + take]
-        padded += sum(
-            len(batch) * int(part[batch].max()) for batch in length_sorted_batches(part, batch_size)
-        )
+        for batch in length_sorted_batches(part.tolist(), batch_size):
+            padded += len(batch) * int(part[batch].max())  # sentences × longest
     return padded / int(lengths.sum())
 
 
