@@ -18,11 +18,11 @@ from typing import Protocol
 
 import pytest
 
-# Test files that take a minute or more of CPU (serial, 2-core AMD EPYC, 2026-11-28/29), longest first.
+# Test files that take a minute or more (CPU and wall seconds of a serial run, and the docs pages' wall
+# seconds under -n 2; 2-core AMD EPYC, 2026-11-28/29), longest first.
 # A file renamed or removed here fails tests/test_suite_schedule.py.
 SLOW_FILES = (
     "tests/docs_pages/test_page_training.py",
-    "tests/reproduce/test_pipeline.py",
     "tests/docs_pages/test_page_sparse.py",
     "tests/encoder/test_cold_start.py",
     "tests/cli/test_outputs_cli.py",
@@ -30,21 +30,22 @@ SLOW_FILES = (
     "tests/inference/test_graph_cache.py",
     "tests/inference/test_gpu_paths.py",
     "tests/cli/test_train.py",
-    "tests/evaluation/test_sparse_retrieval.py",
     "tests/cli/test_cli_sparse_search.py",
-    "tests/integration/test_evaluation.py",
+    "tests/reproduce/test_pipeline.py",
+    "tests/evaluation/test_sparse_retrieval.py",
     "tests/inference/test_cuda_pipeline.py",
-    "tests/training/test_distributed.py",
     "tests/integration/test_training.py",
+    "tests/training/test_distributed.py",
     "tests/server/test_openapi.py",
     "tests/docs_pages/test_page_getting_started.py",
     "tests/cli/test_train_sparse.py",
-    "tests/index/test_index_compressed.py",
     "tests/integration/test_senteval_protocol.py",
+    "tests/index/test_index_compressed.py",
     "tests/docs_pages/test_doctest_static_distill.py",
     "tests/store/test_ray_engine.py",
     "tests/encoder/test_cold_start_integrity.py",
     "tests/inference/test_cpu_classes.py",
+    "tests/integration/test_evaluation.py",
     "tests/docs_pages/test_doctest_static_pipeline.py",
     "tests/docs_pages/test_page_corpus_stores.py",
 )

@@ -35,8 +35,7 @@ def test_the_workers_start_the_slow_files_first(tmp_path) -> None:  # type: igno
     """Under ``-n 2 --dist loadfile`` the first file each worker runs is one of the two slowest."""
     log = tmp_path / "order.log"
     folder = tmp_path / "tests"
-    (folder / "docs_pages").mkdir(parents=True)
-    (folder / "reproduce").mkdir()
+    folder.mkdir()
     (folder / "conftest.py").write_text(
         "import os\n"
         "from tests.schedule import pytest_collection_modifyitems, pytest_configure  # noqa: F401\n"
@@ -47,8 +46,9 @@ def test_the_workers_start_the_slow_files_first(tmp_path) -> None:  # type: igno
     many = "".join(f"def test_{i}():\n    pass\n" for i in range(5))
     for name in ("test_a.py", "test_b.py", "test_c.py"):
         (folder / name).write_text(many)  # more tests: xdist's default would start these first
-    (folder / "docs_pages" / "test_page_training.py").write_text("def test_page():\n    pass\n")
-    (folder / "reproduce" / "test_pipeline.py").write_text("def test_pipeline():\n    pass\n")
+    for slow in SLOW_FILES[:2]:  # one test each, as a documentation page's file
+        (tmp_path / slow).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / slow).write_text("def test_slow():\n    pass\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")])}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider", "tests"],
