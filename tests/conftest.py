@@ -13,6 +13,7 @@ import pytest
 import torch
 from tests.cuda_rules import CudaRules
 from tests.cuda_rules import cuda_rules as enter_cuda_rules
+from tests.schedule import pytest_collection_modifyitems, pytest_configure  # noqa: F401  (the slow files first)
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from sbert import SentenceEncoder

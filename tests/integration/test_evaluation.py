@@ -1,9 +1,12 @@
-"""The STS evaluation on the bundled model against sentence-transformers' EmbeddingSimilarityEvaluator.
+"""The STS evaluation against sentence-transformers' EmbeddingSimilarityEvaluator.
 
-sbert encodes the seven sets once (module fixture). sentence-transformers re-encodes STS13 and STS16
-itself (the sets with the traps: missing SMT input, the STS16 file layout); for the other sets its
-evaluator scores sbert's vectors, which checks the pooled pairs and the correlations (that the vectors
-equal sentence-transformers' is tested in test_bundled_model.py), and keeps this module near a minute.
+On the bundled model, sbert's STSb figure is the published one, and on STS16 (the set with the file
+layout trap, and the smallest) sbert's whole path equals sentence-transformers' own encoding and
+evaluator. On every one of the seven sets, sentence-transformers' evaluator scores the vectors sbert
+scored, which checks the pairs (STS13's missing SMT input, STS16's layout) and the correlations;
+those vectors are averaged GloVe's, which are real sentence vectors made in a second (the bundled
+model's on all seven sets took 150 s of CPU, and that they equal sentence-transformers' is tested in
+test_bundled_model.py).
 """
 
 from pathlib import Path
@@ -15,6 +18,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 
 from sbert import SentenceEncoder
+from sbert.evaluation.baselines import AveragedGloVe
 from sbert.evaluation.sts import PrecomputedEncoder, encode_once, evaluate_sts, load_sts_sets
 from sbert.model.hub import bundled_model_path
 
@@ -38,7 +42,7 @@ def sets(data_dir: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def cache(bundled_encoder: SentenceEncoder, sets: dict) -> PrecomputedEncoder:
+def cache(sets: dict) -> PrecomputedEncoder:
     sentences = [
         s
         for subsets in sets.values()
@@ -46,12 +50,17 @@ def cache(bundled_encoder: SentenceEncoder, sets: dict) -> PrecomputedEncoder:
         for p in part
         for s in (p.sentence1, p.sentence2)
     ]
-    return encode_once(bundled_encoder, sentences)
+    return encode_once(AveragedGloVe.from_package(), sentences)
 
 
 @pytest.fixture(scope="module")
 def results(cache: PrecomputedEncoder, data_dir: Path) -> dict:
-    return evaluate_sts(cache, data_dir)  # the cache serves the vectors: sbert encodes once per module
+    return evaluate_sts(cache, data_dir)  # the cache serves the vectors: GloVe encodes once per module
+
+
+@pytest.fixture(scope="module")
+def bundled_results(bundled_encoder: SentenceEncoder, data_dir: Path) -> dict:
+    return evaluate_sts(bundled_encoder, data_dir, sets=["STS16", "STSb"])
 
 
 class Vectors:
@@ -79,8 +88,8 @@ def reference(model: object, name: str, sets: dict) -> dict[str, float]:
     return {key.removeprefix(f"{name}_"): 100 * value for key, value in scores.items()}
 
 
-def test_stsb_test_spearman_is_published_figure_and_counts(results: dict) -> None:
-    assert results["STSb"]["all"]["spearman_cosine"] == pytest.approx(82.03, abs=0.01)
+def test_stsb_test_spearman_is_published_figure_and_counts(bundled_results: dict, results: dict) -> None:
+    assert bundled_results["STSb"]["all"]["spearman_cosine"] == pytest.approx(82.03, abs=0.01)
     assert {name: entry["all"]["pairs"] for name, entry in results.items()} == PAIRS
     assert sum(s["pairs"] for s in results["STS16"]["subsets"].values()) == 1186
 
@@ -89,15 +98,17 @@ def test_stsb_test_spearman_is_published_figure_and_counts(results: dict) -> Non
 # compare the evaluator on the same vectors, since test_bundled_model compares the vectors themselves
 # (2 minutes of CPU saved on a 2-core machine).
 @pytest.mark.parametrize("name", ["STS16"])
-def test_equals_sentence_transformers_encoding_and_evaluator(name: str, results: dict, sets: dict) -> None:
+def test_equals_sentence_transformers_encoding_and_evaluator(
+    name: str, bundled_results: dict, sets: dict
+) -> None:
     theirs = reference(SentenceTransformer(str(bundled_model_path()), device="cpu"), name, sets)
     for similarity in SIMILARITIES:
         for metric in ("spearman", "pearson"):
             key = f"{metric}_{similarity}"
-            assert results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
+            assert bundled_results[name]["all"][key] == pytest.approx(theirs[key], abs=0.01), key
 
 
-@pytest.mark.parametrize("name", ["STS12", "STS13", "STS14", "STS15", "STSb", "SICK-R"])
+@pytest.mark.parametrize("name", list(PAIRS))
 def test_equals_sentence_transformers_evaluator_on_same_vectors(
     name: str, results: dict, sets: dict, cache: PrecomputedEncoder
 ) -> None:

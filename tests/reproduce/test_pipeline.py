@@ -28,10 +28,32 @@ TINY = Scale(
 )
 
 
+# STSb dev and test pairs the miniature scores on: each of its 18 trainings scores the dev and test
+# sets, which with the whole sets (1,500 and 1,379 pairs) took most of its 200 s of CPU.
+EVAL_PAIRS = 200
+
+
 @pytest.fixture(scope="module")
-def miniature(tmp_path_factory: pytest.TempPathFactory, trainable_model_dir: Path, data_dir: Path) -> Path:
+def mini_data(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    """The data folder with STSb dev and test cut to their first ``EVAL_PAIRS`` pairs (the rest linked)."""
+    folder = tmp_path_factory.mktemp("mini-data")
+    for child in data_dir.iterdir():
+        if child.name != "stsb":
+            (folder / child.name).symlink_to(child)
+    stsb = folder / "stsb" / "original"
+    stsb.mkdir(parents=True)
+    (folder / "stsb" / "senteval_tokenized").symlink_to(data_dir / "stsb" / "senteval_tokenized")
+    for name in ("sts-dev.csv", "sts-test.csv"):
+        lines = (data_dir / "stsb" / "original" / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (stsb / name).write_text("".join(lines[:EVAL_PAIRS]), encoding="utf-8")
+    (stsb / "sts-train.csv").symlink_to(data_dir / "stsb" / "original" / "sts-train.csv")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def miniature(tmp_path_factory: pytest.TempPathFactory, trainable_model_dir: Path, mini_data: Path) -> Path:
     output = tmp_path_factory.mktemp("report")
-    reproduce(output, TINY, str(data_dir), "test", base=str(trainable_model_dir), log=lambda _: None)
+    reproduce(output, TINY, str(mini_data), "test", base=str(trainable_model_dir), log=lambda _: None)
     return output
 
 
@@ -73,11 +95,11 @@ def test_trained_models_are_shared_between_cells(miniature: Path) -> None:
 
 
 def test_a_second_run_only_reads_the_cache(
-    miniature: Path, trainable_model_dir: Path, data_dir: Path
+    miniature: Path, trainable_model_dir: Path, mini_data: Path
 ) -> None:
     lines: list[str] = []
     results = reproduce(
-        miniature, TINY, str(data_dir), "test", base=str(trainable_model_dir), log=lines.append
+        miniature, TINY, str(mini_data), "test", base=str(trainable_model_dir), log=lines.append
     )
     assert {c["status"] for c in results["cells"].values()} == {"cached"}
     assert lines == [f"report: {miniature / REPORT_FILE}"]

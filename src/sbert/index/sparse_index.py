@@ -31,6 +31,7 @@ from sbert.embeddings.identity import ModelIdentity
 from sbert.embeddings.search import Hit
 from sbert.index import files, seismic
 from sbert.index.files import CORPUS_FILE, IDS_FILE, MANIFEST_FILE, IndexLoadError
+from sbert.index.texts import kept_texts
 from sbert.sparse.vectors import to_csr
 
 SPARSE_FORMAT, SPARSE_FORMAT_VERSION = files.SPARSE_INDEX_FORMAT, 1
@@ -204,8 +205,7 @@ class SparseIndex:
 
     def texts_of(self, corpus_ids: Sequence[int]) -> list[str | None]:
         """The texts of several corpus ids (None for an id the index lacks or one stored without text)."""
-        position = {int(corpus_id): row for row, corpus_id in enumerate(self.ids.tolist())}
-        return [self.texts[position[c]] if c in position else None for c in map(int, corpus_ids)]
+        return kept_texts(self.ids, self.texts, corpus_ids)
 
     @claiming("path", files.INDEX)
     def save(self, path: str | Path) -> None:

@@ -19,12 +19,7 @@ from sbert.embeddings.search import Hit, as_numpy
 from sbert.embeddings.similarity import ArrayLike
 from sbert.embeddings.truncation import truncate_embeddings
 from sbert.index import files
-from sbert.index.files import (
-    CORPUS_FILE,
-    IDS_FILE,
-    MANIFEST_FILE,
-    RESCORE_FILE,
-)
+from sbert.index.files import CORPUS_FILE, IDS_FILE, MANIFEST_FILE, RESCORE_FILE
 from sbert.index.kinds import (
     COMPRESSED_KINDS,
     INDEX_KINDS,
@@ -36,6 +31,7 @@ from sbert.index.kinds import (
 )
 from sbert.index.options import IndexOptions
 from sbert.index.rescoring import RescoreVectors, rescore
+from sbert.index.texts import kept_texts, open_source_store
 
 METRICS = ("cosine", "dot")
 
@@ -269,29 +265,16 @@ class VectorIndex:
 
     def texts_of(self, corpus_ids: Sequence[int]) -> list[str | None]:
         """The texts of several corpus ids; read from the store by id when the index was built from one."""
-        if self.texts is None:
-            if self.store_path is None:
-                return [None] * len(corpus_ids)
-            return list(self._texts_store().texts(np.asarray(corpus_ids, dtype=np.int64)))
-        found = []
-        for corpus_id in corpus_ids:
-            positions = np.flatnonzero(self.ids == corpus_id)
-            found.append(self.texts[int(positions[0])] if len(positions) else None)
-        return found
+        if self.texts is not None:
+            return kept_texts(self.ids, self.texts, corpus_ids)
+        if self.store_path is None:
+            return [None] * len(corpus_ids)
+        return list(self._texts_store().texts(np.asarray(corpus_ids, dtype=np.int64)))
 
     def _texts_store(self) -> Any:
         """The store the texts come from, refused if it is not the store this index was built from."""
         if self._store is None:
-            from sbert.store import EmbeddingStore
-
-            store = EmbeddingStore.open(str(self.store_path))
-            if self.store_digest is not None and store.digest != self.store_digest:
-                raise files.IndexLoadError(
-                    f"{self.store_path}: the store changed since this index was built from it "
-                    f"(store digest {store.digest[:16]}…, index {self.store_digest[:16]}…), so its ids "
-                    "may name other texts; build the index again from the store"
-                )
-            self._store = store
+            self._store = open_source_store(str(self.store_path), self.store_digest)
         return self._store
 
     def vectors(self) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,3 +51,18 @@ def batches_per_epoch(count: int, batch_size: int, min_batch: int = 1) -> int:
         (3, 2)
     """
     return count // batch_size + (count % batch_size >= min_batch)
+
+
+def example_lengths(objective: Any, examples: Sequence[Any]) -> list[int] | None:
+    """Each example's token length, from the loss's optional ``lengths(examples)``; ``None`` without it
+    (the batches are then plain shuffles).
+
+    Examples:
+        >>> class Loss:
+        ...     def lengths(self, examples):
+        ...         return [len(e) for e in examples]
+        >>> example_lengths(Loss(), ["ab", "c"]), example_lengths(object(), ["ab", "c"])
+        ([2, 1], None)
+    """
+    lengths_of = getattr(objective, "lengths", None)
+    return None if lengths_of is None else list(lengths_of(examples))

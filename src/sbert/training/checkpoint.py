@@ -80,6 +80,22 @@ def load_checkpoint(
     return state
 
 
+def check_same_run(state: dict[str, Any], folder: Path, examples: int, total_steps: int) -> None:
+    """Refuse to resume a checkpoint made for other data or settings (another number of steps).
+
+    Examples:
+        >>> check_same_run({"examples": 64, "total_steps": 4}, Path("out/checkpoint"), 32, 2)
+        Traceback (most recent call last):
+        ...
+        ValueError: out/checkpoint: made for 64 examples and 4 steps, but this run has 32 and 2; resume with the same data and settings
+    """
+    if state["examples"] != examples or state["total_steps"] != total_steps:
+        raise ValueError(
+            f"{folder}: made for {state['examples']} examples and {state['total_steps']} steps, "
+            f"but this run has {examples} and {total_steps}; resume with the same data and settings"
+        )
+
+
 def _python_rng_to_json(state: tuple[Any, ...]) -> list[Any]:
     version, internal, gauss = state
     return [version, list(internal), gauss]

@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from sbert.base.distributed import DistributedError
+
 # A run stops when the weights' norm grows beyond this multiple of its starting value.
 WEIGHT_GROWTH_LIMIT = 10.0
 
@@ -65,3 +67,26 @@ def checkpoint_note(checkpoint_dir: Path) -> str:
     if (checkpoint_dir / "state.json").is_file():
         return f"the last good checkpoint is kept in {checkpoint_dir} (continue with --resume)"
     return "no checkpoint had been written yet"
+
+
+def divergence_message(problem: str, step: int, epoch: int, checkpoint_dir: Path) -> str:
+    """The message of a run stopped by ``problem`` at ``step`` of (0-based) ``epoch``.
+
+    Examples:
+        >>> divergence_message("the loss is nan", 7, 0, Path("out/checkpoint"))
+        'training stopped: the loss is nan at step 7 (epoch 1); no checkpoint had been written yet. Try a lower learning rate, or --no-bf16.'
+    """
+    return (
+        f"training stopped: {problem} at step {step} (epoch {epoch + 1}); {checkpoint_note(checkpoint_dir)}. "
+        "Try a lower learning rate, or --no-bf16."
+    )
+
+
+def lost_peer_error(label: str, step: int, cause: str, checkpoint_dir: Path) -> DistributedError:
+    """The error of a distributed run that lost or waited in vain for a peer at ``step``.
+
+    Examples:
+        >>> str(lost_peer_error("rank 1 of 2", 5, "peer gone", Path("out/checkpoint")))
+        'rank 1 of 2: stopped at step 5: peer gone; no checkpoint had been written yet'
+    """
+    return DistributedError(f"{label}: stopped at step {step}: {cause}; {checkpoint_note(checkpoint_dir)}")

@@ -49,12 +49,18 @@ from sbert.base.distributed import (
     step_seed,
 )
 from sbert.training.autocast import TrainingPrecision, training_precision
-from sbert.training.batches import batches_per_epoch, epoch_batches
-from sbert.training.checkpoint import load_checkpoint, save_checkpoint
+from sbert.training.batches import batches_per_epoch, epoch_batches, example_lengths
+from sbert.training.checkpoint import check_same_run, load_checkpoint, save_checkpoint
 from sbert.training.config import TrainingConfig
 from sbert.training.dev_evaluation import evaluate_during_training
 from sbert.training.embedder import EmbedderPlan, run_plan, set_embedder
-from sbert.training.health import TrainingDivergedError, checkpoint_note, weight_norm, weights_problem
+from sbert.training.health import (
+    TrainingDivergedError,
+    divergence_message,
+    lost_peer_error,
+    weight_norm,
+    weights_problem,
+)
 from sbert.training.log import TrainingLog, plot_training_curve
 from sbert.training.output_dir import (
     CHECKPOINT_DIR,
@@ -170,7 +176,7 @@ class Trainer:
         config = self.config
         started = time.perf_counter()
         seed_everything(config.seed)
-        lengths = self._lengths()
+        lengths = example_lengths(self.objective, self.examples) if config.group_by_length else None
         optimizer = build_optimizer(
             self.objective, config.learning_rate, config.weight_decay, config.learning_rate_mapping
         )
@@ -280,7 +286,7 @@ class Trainer:
         self._agreed_stop = stop
         bad = first_bad(values, first)
         if bad is not None:
-            raise TrainingDivergedError(self._divergence_message(f"the loss is {bad[1]}", bad[0]))
+            raise self._diverged(f"the loss is {bad[1]}", bad[0])
         if values:
             running.extend(values)
             self.state.loss = values[-1]
@@ -342,12 +348,7 @@ class Trainer:
 
     def _resume(self, optimizer: Any, scheduler: Any) -> None:
         state = load_checkpoint(self.checkpoint_dir, self.objective, optimizer, scheduler)
-        if state["examples"] != len(self.examples) or state["total_steps"] != self.total_steps:
-            raise ValueError(
-                f"{self.checkpoint_dir}: made for {state['examples']} examples and {state['total_steps']} "
-                f"steps, but this run has {len(self.examples)} and {self.total_steps}; "
-                "resume with the same data and settings"
-            )
+        check_same_run(state, self.checkpoint_dir, len(self.examples), self.total_steps)
         self.state = restored_state(state)
         self._start_norm = state.get("start_weight_norm", self._start_norm)
         if self.is_main:
@@ -361,21 +362,12 @@ class Trainer:
             return
         if self.evaluator is None:
             self._save_model()
-        if self.metric is not None:
-            plot_training_curve(self.log.records(), self.output_dir / PLOT_FILE, self.metric)
-        else:
-            plot_training_curve(self.log.records(), self.output_dir / PLOT_FILE, "")
+        plot_training_curve(self.log.records(), self.output_dir / PLOT_FILE, self.metric or "")
         if not self.config.keep_checkpoint:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
         self.log.write({"event": "end", "step": self.state.global_step, "best_score": self.state.best_score})
         if self.run is not None:
             dist.barrier()
-
-    def _lengths(self) -> list[int] | None:
-        lengths_of = getattr(self.objective, "lengths", None)
-        if not self.config.group_by_length or lengths_of is None:
-            return None
-        return list(lengths_of(self.examples))
 
     def _check_weights(self) -> None:
         """Stop before anything is written from weights that break the rule of :mod:`~sbert.training.health`.
@@ -385,21 +377,14 @@ class Trainer:
         """
         problem = weights_problem(weight_norm(self.objective), self._start_norm)
         if problem is not None:
-            raise TrainingDivergedError(self._divergence_message(problem, self.state.global_step))
+            raise self._diverged(problem, self.state.global_step)
 
-    def _divergence_message(self, problem: str, step: int) -> str:
-        return (
-            f"training stopped: {problem} at step {step} "
-            f"(epoch {self.state.epoch + 1}); {checkpoint_note(self.checkpoint_dir)}. "
-            "Try a lower learning rate, or --no-bf16."
-        )
+    def _diverged(self, problem: str, step: int) -> TrainingDivergedError:
+        return TrainingDivergedError(divergence_message(problem, step, self.state.epoch, self.checkpoint_dir))
 
     def _peer_error(self, cause: str) -> DistributedError:
         label = self.run.label if self.run else "rank 0 of 1"
-        return DistributedError(
-            f"{label}: stopped at step {self.state.global_step + 1}: {cause}; "
-            f"{checkpoint_note(self.checkpoint_dir)}"
-        )
+        return lost_peer_error(label, self.state.global_step + 1, cause, self.checkpoint_dir)
 
     def _result(self, started: float, interrupted: bool) -> TrainingResult:
         return TrainingResult(
