@@ -28,7 +28,9 @@ from sbert.inference.plan import EnginePlan
 from sbert.modules.transformer import Transformer
 from sbert.server import abilities
 from sbert.server.abilities import is_sparse
-from sbert.server.schemas import FLOAT32_MAX, APIError, SparseDecodeRequest, TEIErrorType
+from sbert.server.body_fields import FLOAT32_MAX
+from sbert.server.errors import APIError, TEIErrorType
+from sbert.server.tei_schemas import SparseDecodeRequest
 from sbert.sparse import decode as decoding
 from sbert.sparse.model import SparseEncoder
 from sbert.sparse.vectors import to_csr
@@ -172,7 +174,7 @@ def refuse_dense(model: Any, model_id: str) -> None:
         >>> refuse_dense(object(), "mini")
         Traceback (most recent call last):
         ...
-        sbert.server.schemas.APIError: Model is not an embedding model with SPLADE pooling: 'mini' is a dense ...
+        sbert.server.errors.APIError: Model is not an embedding model with SPLADE pooling: 'mini' is a dense ...
     """
     if not is_sparse(model):
         raise APIError(
