@@ -1,7 +1,7 @@
 """The model folders stay readable, and each shared step has one home (issue 52's floor plan).
 
-In ``sbert.model`` and the three kinds on it (``encoder``, ``sparse``, ``cross_encoder``): no file over
-400 lines and no function over 60, a function counted as the issue counts it, from its first
+In ``sbert.model`` and the three kinds on it (``encoder``, ``sparse``, ``cross_encoder``), and in the
+server that serves them (``server``): no file over 400 lines and no function over 60, a function counted as the issue counts it, from its first
 decorator to its last line, signature and docstring included. Across the whole package: the plan is
 made in one place, a graph is converted to OpenVINO in one place, ``modules.json`` is walked in one
 place, and a tokenizer that refuses lone surrogates is retried in one place.
@@ -15,6 +15,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sbert"
 MODEL_FOLDERS = ("model", "encoder", "sparse", "cross_encoder")
+SIZED_FOLDERS = (*MODEL_FOLDERS, "server")  # the server's batcher was 515 lines, its schemas 465
 MOST_FILE_LINES = 400
 MOST_FUNCTION_LINES = 60
 
@@ -41,19 +42,19 @@ def function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return (node.end_lineno or node.lineno) - first + 1
 
 
-def test_no_file_in_the_model_folders_is_over_400_lines() -> None:
+def test_no_file_in_the_model_folders_or_the_server_is_over_400_lines() -> None:
     long = {
         str(path.relative_to(SRC)): lines
-        for path in _files(MODEL_FOLDERS)
+        for path in _files(SIZED_FOLDERS)
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MOST_FILE_LINES
     }
     assert long == {}
 
 
-def test_no_function_in_the_model_folders_is_over_60_lines() -> None:
+def test_no_function_in_the_model_folders_or_the_server_is_over_60_lines() -> None:
     long = [
         f"{path.relative_to(SRC)}:{node.lineno} {node.name}: {function_lines(node)} lines"
-        for path in _files(MODEL_FOLDERS)
+        for path in _files(SIZED_FOLDERS)
         for node in ast.walk(_tree(path))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and function_lines(node) > MOST_FUNCTION_LINES
