@@ -254,8 +254,8 @@ class CudaRules(TorchDispatchMode):
 
         def cpu(tensor: Tensor, *args: Any, **kwargs: Any) -> Tensor:
             result = originals["cpu"](tensor, *args, **kwargs)
-            if threading.get_ident() != self.thread or not self.active:
-                return result
+            if threading.get_ident() != self.thread or not self.active or not self.is_on_device(tensor):
+                return result  # .cpu() of a host tensor: it stays on the host (no move, no sync)
             return self._moved(result, tensor, torch.device("cpu"), False)
 
         def tolist(tensor: Tensor) -> Any:

@@ -1,11 +1,11 @@
 """The model folders stay readable, and each shared step has one home (issue 52's floor plan).
 
-No file of the package over 400 lines (the folders of ``FILE_RULE_FOLDERS``). In ``sbert.model`` and
-the three kinds on it (``encoder``, ``sparse``, ``cross_encoder``): no function over 60, a function
-counted as the issue counts it, from its first decorator to its last line, signature and docstring
-included. Across the whole package: the plan is made in one place, a graph is converted to OpenVINO
-in one place, ``modules.json`` is walked in one place, and a tokenizer that refuses lone surrogates
-is retried in one place.
+No file of the package over 400 lines (the folders of ``FILE_RULE_FOLDERS``: all of them). In
+``sbert.model``, the three kinds on it (``encoder``, ``sparse``, ``cross_encoder``) and the server that
+serves them (``server``): no function over 60, a function counted as the issue counts it, from its
+first decorator to its last line, signature and docstring included. Across the whole package: the
+plan is made in one place, a graph is converted to OpenVINO in one place, ``modules.json`` is walked
+in one place, and a tokenizer that refuses lone surrogates is retried in one place.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ FILE_RULE_FOLDERS = (
     "modules",
     "static",
     "store",
+    "server",
     "training",
 )
+SIZED_FOLDERS = (*MODEL_FOLDERS, "server")  # the server's batcher was 515 lines, its schemas 465
 MOST_FILE_LINES = 400
 MOST_FUNCTION_LINES = 60
 
@@ -73,16 +75,16 @@ def test_no_file_in_the_package_is_over_400_lines() -> None:
     assert long == {}
 
 
-def test_the_file_rule_covers_every_folder_but_the_server() -> None:
-    """A folder added to the package is under the 400-line rule unless it is named here."""
+def test_the_file_rule_covers_every_folder() -> None:
+    """A folder added to the package is under the 400-line rule: naming it here is the one step."""
     uncovered = {path.relative_to(SRC).parts[0] for path in _files()} - set(FILE_RULE_FOLDERS)
-    assert uncovered <= {"server"}, uncovered
+    assert uncovered == set(), uncovered
 
 
-def test_no_function_in_the_model_folders_is_over_60_lines() -> None:
+def test_no_function_in_the_model_folders_or_the_server_is_over_60_lines() -> None:
     long = [
         f"{path.relative_to(SRC)}:{node.lineno} {node.name}: {function_lines(node)} lines"
-        for path in _files(MODEL_FOLDERS)
+        for path in _files(SIZED_FOLDERS)
         for node in ast.walk(_tree(path))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and function_lines(node) > MOST_FUNCTION_LINES

@@ -26,7 +26,10 @@ from tests.conftest import build_tiny_bert
 
 from sbert import SparseEncoder
 from sbert.server.batcher import Batcher, BatchStats
+from sbert.server.run import build_service
+from sbert.server.settings import BatchSettings, ServeOptions
 from sbert.server.sparse_served import served, sparse_rows
+from sbert.sparse.engine import SparseBody
 
 TEXTS = ["a man plays the guitar", "the dog runs in the park", "rain", ""]
 LONG = " ".join(["music"] * 100)  # over the tiny model's 64 tokens
@@ -146,6 +149,37 @@ def test_sparse_requests_merge_in_the_batcher_as_dense_ones_do(splade: SparseEnc
     finally:
         batcher.close()
     assert [(s.requests, s.sentences, s.kind) for s in stats] == [(3, 5, "embed")]
+
+
+def test_a_sparse_servers_merged_batches_follow_max_batch_tokens(
+    splade: SparseEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batches a sparse server forms under ``--max-batch-tokens`` are the dense model's: texts
+    tokenized on arrival, one runner call for the merged take, cut into passes of at most the budget
+    (padded tokens on PyTorch), not ``encode()``'s batches of ``batch_size``; the vectors are still
+    ``SparseEncoder.encode``'s."""
+    budget = 40
+    service = build_service(served(splade), ServeOptions(batching=BatchSettings(max_batch_tokens=budget)))
+    batcher = service.batcher
+    passes: list[tuple[int, int]] = []  # (sentences, longest) of each forward pass of the body
+    collate = SparseBody.collate
+
+    def spy(self: SparseBody, batch_ids: Any) -> dict[str, torch.Tensor]:
+        features = collate(self, batch_ids)
+        passes.append(tuple(features["input_ids"].shape))  # type: ignore[arg-type]
+        return features
+
+    monkeypatch.setattr(SparseBody, "collate", spy)
+    requests = [[f"{TEXTS[i % 3]} {'again ' * (i % 5)}"] * (1 + i % 3) for i in range(12)]
+    futures = [batcher.embed(texts) for texts in requests]  # queued before the worker takes them
+    assert batcher.step()  # one take: every request, one runner call
+    served_passes = list(passes)
+    sentences = sum(len(texts) for texts in requests)
+    assert sum(size for size, _ in served_passes) == sentences and len(served_passes) > 1
+    assert all(size * longest <= budget for size, longest in served_passes), served_passes
+    assert batcher.tokens is not None  # tokenized on arrival, as a dense model's texts are
+    for texts, future in zip(requests, futures):
+        assert_same(sparse_rows(future.result(0).vectors), pairs(splade, texts))
 
 
 def test_long_inputs_are_refused_unless_truncated(

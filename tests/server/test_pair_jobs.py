@@ -176,3 +176,42 @@ def test_under_a_token_budget_the_pairs_are_cut_in_arrival_order(
             expected = cross_encoder.predict([("music", d) for d in docs])
             np.testing.assert_allclose(future.result(timeout=60), expected, atol=1e-6, rtol=0)
     assert engine_calls == [1, 2, 1]  # 9, 8 + 5 and 10 tokens: each request that would pass 20 starts a batch
+
+
+class _ThreadsOfTokenizer:
+    """The cross-encoder's tokenizer, recording the thread of each call."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer, self.threads = tokenizer, list[str]()
+
+    def __call__(self, *args: Any, **options: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return self.tokenizer(*args, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer, name)
+
+
+def test_pairs_are_tokenized_on_arrival_not_on_the_worker(
+    tiny_encoder: SentenceEncoder, cross_encoder: CrossEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a dense model's texts: the pool tokenizes each request when it is queued (lone surrogates
+    replaced by the one retry), the worker only runs the model; scores stay predict's."""
+    documents = [["a man plays the guitar", LONG], ["a\ud800b", "rain"]]
+    expected = [
+        cross_encoder.predict([("music", d) for d in docs]) for docs in (documents[0], ["a?b", "rain"])
+    ]
+    spy = _ThreadsOfTokenizer(cross_encoder.tokenizer)
+    monkeypatch.setattr(cross_encoder, "_tokenizer", spy)
+
+    def jobs(batcher: Batcher) -> list[Any]:
+        return [rerank(batcher, cross_encoder, "music", docs) for docs in documents]
+
+    with served(tiny_encoder, jobs) as (futures, stats):
+        for future, scores in zip(futures, expected):
+            np.testing.assert_allclose(future.result(timeout=60), scores, atol=1e-6, rtol=0)
+    assert [(s.requests, s.sentences) for s in stats] == [(2, 4)]
+    # whole, cut again for LONG; whole refused for the surrogate, then with it replaced
+    assert len(spy.threads) == 4 and all(name.startswith("sbert-serve-tokens") for name in spy.threads), (
+        spy.threads
+    )

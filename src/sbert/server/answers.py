@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from sbert.server.schemas import TEIErrorType
+from sbert.server.errors import TEIErrorType
 
 
 class _Answer(BaseModel):

@@ -18,12 +18,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from sbert.server import abilities, handlers
+from sbert.server.errors import APIError
 from sbert.server.gate import Gate
 from sbert.server.metrics import Metrics
 from sbert.server.openapi import build_spec, swagger_ui_dir
 from sbert.server.responses import JSONResponse
 from sbert.server.routes import OPERATIONS, Handler, speaks_tei
-from sbert.server.schemas import APIError
 from sbert.server.service import ModelFailed, Service, Services
 
 

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sbert.server.errors import APIError
 from sbert.server.metrics import Metrics
 from sbert.server.routes import OPERATIONS, TEI_PATHS, is_open
-from sbert.server.schemas import APIError
 
 ENDPOINTS = frozenset(op.path for op in OPERATIONS) | {"/openapi.json", "/docs"}
 # Routes with a path parameter, by the path before it: /metrics counts /v1/models/x as /v1/models/{model}.

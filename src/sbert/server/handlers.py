@@ -19,24 +19,20 @@ from starlette.responses import HTMLResponse, Response
 from sbert.embeddings.truncation import truncate_embeddings
 from sbert.server import abilities, pair_jobs, tei
 from sbert.server.batcher import Embedded, InputTooLong
-from sbert.server.responses import JSONResponse, embedding_values
-from sbert.server.schemas import (
-    APIError,
+from sbert.server.errors import APIError
+from sbert.server.openai_schemas import (
     EmbeddingIdsRequest,
     EmbeddingRequest,
     RerankRequest,
     SearchRequest,
     SimilarityRequest,
-    TEIRerankRequest,
-    TEISimilarityRequest,
-    embedding_shape,
-    parse_body,
-    rerank_shape,
-    similarity_shape,
 )
+from sbert.server.responses import JSONResponse, embedding_values
+from sbert.server.schemas import embedding_shape, parse_body, rerank_shape, similarity_shape
 from sbert.server.scoring import cosine_scores, no_raw_scores, ranked
 from sbert.server.service import Service, Services, await_worker, read_body, services_of
 from sbert.server.sparse_served import refuse_sparse
+from sbert.server.tei_schemas import TEIRerankRequest, TEISimilarityRequest
 
 
 async def embeddings(request: Request) -> Response:

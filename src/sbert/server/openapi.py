@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from sbert.server import answers, schemas
+from sbert.server import answers, body_fields, schemas
 from sbert.server.routes import OPERATIONS, TEI, Operation, is_open
 from sbert.server.service import version
 from sbert.server.settings import Limits
@@ -87,51 +87,10 @@ def build_spec(
         2048
     """
     limits = limits or Limits()
-    models = [(model, "validation") for op in OPERATIONS for model in _each(op.body)]
-    models += [(model, "serialization") for op in OPERATIONS for model in _each(op.answer)]
-    models += [(answers.ErrorBody, "serialization"), (answers.TEIErrorBody, "serialization")]
-    refs, definitions = models_json_schema(models, ref_template=REF)  # type: ignore[arg-type]
-
-    def schema_of(chosen: type[BaseModel] | tuple[type[BaseModel], ...], mode: str) -> dict[str, Any]:
-        if isinstance(chosen, tuple):
-            return {"oneOf": [refs[(model, mode)] for model in chosen]}  # type: ignore[index]
-        return dict(refs[(chosen, mode)])  # type: ignore[index]
-
-    components: dict[str, Any] = definitions.get("$defs", {})
-    for schema in components.values():
-        _serve(schema.get("properties", {}), limits, prompts, dimension)
-    if vocabulary is not None:
-        _bound_token_ids(components, vocabulary - 1)
-    if cross_encoder is False:  # the server refuses `raw_scores: true` then, in either body
-        for body in ("RerankRequest", "TEIRerankRequest"):
-            components[body]["properties"]["raw_scores"]["enum"] = [False]
+    refs, components = _components(limits, prompts, dimension, cross_encoder, vocabulary)
     paths: dict[str, Any] = {}
     for op in OPERATIONS:
-        operation: dict[str, Any] = {
-            "summary": op.summary,
-            "operationId": f"{op.method}_{re.sub('[^a-z0-9]+', '_', op.path).strip('_') or 'root'}",
-            "tags": [op.tag],
-            "responses": {
-                "200": {
-                    "description": "OK",
-                    "content": {op.media_type: {"schema": schema_of(op.answer, "serialization")}},
-                },
-                **{str(status): _error(op, status) for status in _statuses(op, api_key)},
-            },
-        }
-        if op.path_params:
-            operation["parameters"] = [
-                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                for name in op.path_params
-            ]
-        if op.body is not None:
-            operation["requestBody"] = {
-                "required": True,
-                "content": {"application/json": {"schema": schema_of(op.body, "validation")}},
-            }
-        if api_key and not is_open(op.method, op.path):
-            operation["security"] = [{"bearer": []}]
-        paths.setdefault(op.path, {})[op.method] = operation
+        paths.setdefault(op.path, {})[op.method] = _operation(op, refs, api_key)
     spec: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
@@ -148,6 +107,70 @@ def build_spec(
     if api_key:
         spec["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     return spec
+
+
+Refs = dict[tuple[type[BaseModel], str], dict[str, Any]]  # (model, mode) → its "$ref"
+
+
+def _components(
+    limits: Limits,
+    prompts: Sequence[str] | None,
+    dimension: int | None,
+    cross_encoder: bool | None,
+    vocabulary: int | None,
+) -> tuple[Refs, dict[str, Any]]:
+    """Every body's and answer's schema, bounded by the server's limits (:func:`build_spec`'s
+    arguments), and each model's ``$ref`` to it."""
+    models = [(model, "validation") for op in OPERATIONS for model in _each(op.body)]
+    models += [(model, "serialization") for op in OPERATIONS for model in _each(op.answer)]
+    models += [(answers.ErrorBody, "serialization"), (answers.TEIErrorBody, "serialization")]
+    refs, definitions = models_json_schema(models, ref_template=REF)  # type: ignore[arg-type]
+    components: dict[str, Any] = definitions.get("$defs", {})
+    for schema in components.values():
+        _serve(schema.get("properties", {}), limits, prompts, dimension)
+    if vocabulary is not None:
+        _bound_token_ids(components, vocabulary - 1)
+    if cross_encoder is False:  # the server refuses `raw_scores: true` then, in either body
+        for body in ("RerankRequest", "TEIRerankRequest"):
+            components[body]["properties"]["raw_scores"]["enum"] = [False]
+    return refs, components  # type: ignore[return-value]
+
+
+def _schema_of(
+    refs: Refs, chosen: type[BaseModel] | tuple[type[BaseModel], ...], mode: str
+) -> dict[str, Any]:
+    if isinstance(chosen, tuple):
+        return {"oneOf": [refs[(model, mode)] for model in chosen]}
+    return dict(refs[(chosen, mode)])
+
+
+def _operation(op: Operation, refs: Refs, api_key: bool) -> dict[str, Any]:
+    """One operation of the document: its answer, its errors, its path parameters and body."""
+    operation: dict[str, Any] = {
+        "summary": op.summary,
+        "operationId": f"{op.method}_{re.sub('[^a-z0-9]+', '_', op.path).strip('_') or 'root'}",
+        "tags": [op.tag],
+        "responses": {
+            "200": {
+                "description": "OK",
+                "content": {op.media_type: {"schema": _schema_of(refs, op.answer, "serialization")}},
+            },
+            **{str(status): _error(op, status) for status in _statuses(op, api_key)},
+        },
+    }
+    if op.path_params:
+        operation["parameters"] = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in op.path_params
+        ]
+    if op.body is not None:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _schema_of(refs, op.body, "validation")}},
+        }
+    if api_key and not is_open(op.method, op.path):
+        operation["security"] = [{"bearer": []}]
+    return operation
 
 
 def _serve(
@@ -184,13 +207,13 @@ def _bound_items(field: dict[str, Any], max_items: int) -> None:
 
 def _row_of_ids(schema: dict[str, Any]) -> bool:
     items = schema.get("items")
-    return isinstance(items, dict) and items.get("description") == schemas.TOKEN_ID
+    return isinstance(items, dict) and items.get("description") == body_fields.TOKEN_ID
 
 
 def _bound_token_ids(schema: Any, largest: int) -> None:
-    """``maximum`` on every token id (:data:`schemas.TOKEN_ID`) of the document's bodies."""
+    """``maximum`` on every token id (:data:`body_fields.TOKEN_ID`) of the document's bodies."""
     if isinstance(schema, dict):
-        if schema.get("description") == schemas.TOKEN_ID:
+        if schema.get("description") == body_fields.TOKEN_ID:
             schema["maximum"] = largest
         for value in schema.values():
             _bound_token_ids(value, largest)

@@ -2,20 +2,23 @@
 
 Each request (a query and its documents) is one :class:`PairJob` on the served model's batcher
 queue. The worker takes the oldest job and every pair job of the same cross-encoder queued behind
-it (:class:`~sbert.server.batcher.Batcher` merges them as it merges embedding jobs), tokenizes all
-their pairs in one call, and scores them in one call of the cross-encoder's engine
+it (:class:`~sbert.server.batcher.Batcher` merges them as it merges embedding jobs) and scores
+their pairs in one call of the cross-encoder's engine
 (:meth:`~sbert.CrossEncoder.tokens_logits`) with the batching embedding jobs get: packed rows where
 the cross-encoder's plan packs (``--pack``), else length-sorted batches of at most
 ``--max-batch-tokens`` padded tokens, cut at the cost of a pass on OpenVINO; on the GPU pipeline,
 TEI's token budget. Each request then gets its own scores back (the sigmoid, or the logit with
-``raw_scores``). A request refused (``truncate: false`` and a pair over the limit) or whose pairs
-cannot be tokenized fails alone; the others of its batch are scored.
+``raw_scores``). A request's pairs are tokenized as it arrives, on the batcher's token pool
+(:func:`pair_tokens`), as a dense model's texts are, so that the worker only runs the model. A
+request refused (``truncate: false`` and a pair over the limit) or whose pairs cannot be tokenized
+fails alone; the others of its batch are scored.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -24,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from sbert.base.inputs import tokenized
 from sbert.cross_encoder.engine import TokenizedPairs, tokenize_pairs
 from sbert.cross_encoder.scores import activated
 from sbert.inference.runner import RunOptions
-from sbert.server.batcher import Batcher, BatchStats, InputTooLong
+from sbert.server.batcher import Batcher, BatchStats, InputTooLong, Overloaded, ServerClosed
 from sbert.server.serving_plan import on_gpu_pipeline, parallel_passes, pass_cost, unpadded
 from sbert.server.tokens import TokenBudget
 
@@ -45,6 +49,7 @@ class PairJob:
     truncate: bool = True
     raw: bool = False  # the logit rather than the activation of it (TEI's raw_scores)
     future: Future[np.ndarray] = field(default_factory=Future)
+    tokens: Future[PairTokens] = field(default_factory=Future)  # tokenized on arrival (pair_tokens)
 
     @property
     def items(self) -> int:
@@ -90,7 +95,12 @@ def rerank(
         (2,)
     """
     job = PairJob(model, query, list(documents), truncate, raw)
-    batcher.submit(job)
+    job.tokens = batcher.tokenize(pair_tokens, model, job.query, job.documents, truncate)
+    try:
+        batcher.submit(job)
+    except (Overloaded, ServerClosed):
+        job.tokens.cancel()
+        raise
     return job.future
 
 
@@ -111,64 +121,54 @@ class PairBatching:
         return cls(parallel_passes(model), pass_cost(model), budget)
 
 
+@dataclass(frozen=True)
+class PairTokens:
+    """A request's pairs tokenized on arrival: token ids and segments (those over the limit cut as
+    :meth:`~sbert.CrossEncoder.tokenize` cuts them, unless the request is refused for them), and
+    each pair's token count before cutting."""
+
+    tokens: TokenizedPairs
+    counts: list[int]
+
+
 @dataclass
 class _Live:
-    """A job being scored: its pairs' token ids and segments (cut to the limit), and each pair's
-    token count before cutting."""
+    """A job being scored, with its pairs' tokens."""
 
     job: PairJob
     tokens: TokenizedPairs
     counts: list[int]
 
 
-def score_jobs(batcher: Batcher, jobs: list[PairJob]) -> None:
-    """Score the merged jobs (one cross-encoder's) on the worker: each job gets its scores, or its error."""
-    model = jobs[0].model
+# transformers' call reconfigures the Rust tokenizer it shares (truncation on or off) before each
+# encode (sbert.modules.batch_tokenizer), so the token pool's threads take turns on a cross-encoder's.
+_TOKENIZER = threading.Lock()
+
+
+def pair_tokens(model: Any, query: str, documents: Sequence[str], truncate: bool = True) -> PairTokens:
+    """``[CLS] query [SEP] document [SEP]`` for each document, on a token pool thread as the request
+    arrives: tokenized whole (the counts), then the pairs over the limit tokenized again, cut the
+    longer sentence first, so that every pair's ids are ``predict``'s; lone surrogates replaced
+    (:func:`~sbert.base.inputs.tokenized`'s one retry), as a dense model's texts."""
     limit = int(model.max_seq_length)
-    live: list[_Live] = []
-    for each in _tokenized(model, [job for job in jobs if job.future.set_running_or_notify_cancel()]):
-        too_long = [(index, count) for index, count in enumerate(each.counts) if count > limit]
-        if too_long and not each.job.truncate:
-            each.job.future.set_exception(InputTooLong(*too_long[0], limit))
-        else:
-            live.append(each)
-    plan = PairBatching.of(model, batcher)
-    if plan.budget is None:
-        _score(batcher, plan, live)
-        return
-    for run in plan.budget.groups([[min(count, limit) for count in each.counts] for each in live]):
-        _score(batcher, plan, live[run.start : run.stop])  # TEI: each batch answered when done
+    with _TOKENIZER:
+        whole = tokenized(lambda texts: _pairs(model, texts, None), [query, *documents])
+        counts = whole.lengths
+        over = [i for i, count in enumerate(counts) if count > limit]
+        if not over or not truncate:  # a request refused for a long pair is never scored
+            return PairTokens(whole, counts)
+        cut = tokenized(lambda texts: _pairs(model, texts, limit), [query, *(documents[i] for i in over)])
+    ids, types = list(whole.ids), list(whole.token_types)
+    for i, row, segments in zip(over, cut.ids, cut.token_types):
+        ids[i], types[i] = row, segments
+    return PairTokens(TokenizedPairs(ids, types, len(over)), counts)
 
 
-def _tokenized(model: Any, jobs: list[PairJob]) -> list[_Live]:
-    """Each job's pairs tokenized whole (their counts), from one tokenizer call for all the jobs;
-    should that call fail, each job alone, so that only a job whose own pairs fail gets the error.
-    The pairs over the limit are tokenized again, cut as :meth:`~sbert.CrossEncoder.tokenize`
-    cuts them (the longer sentence first), so that every pair's ids are ``predict``'s."""
-    pairs = [(job.query, document) for job in jobs for document in job.documents]
-    try:
-        whole = _whole(model, pairs)
-    except Exception:
-        tokenized = []
-        for job in jobs:
-            try:
-                tokenized.append(_cut(model, job, _whole(model, [(job.query, d) for d in job.documents])))
-            except BaseException as error:
-                job.future.set_exception(error)
-        return tokenized
-    start, out = 0, []
-    for job in jobs:
-        rows = slice(start, start + job.items)
-        start += job.items
-        try:
-            out.append(_cut(model, job, TokenizedPairs(whole.ids[rows], whole.token_types[rows], 0)))
-        except BaseException as error:
-            job.future.set_exception(error)
-    return out
-
-
-def _whole(model: Any, pairs: list[tuple[str, str]]) -> TokenizedPairs:
-    """``[CLS] A [SEP] B [SEP]`` per pair, not cut."""
+def _pairs(model: Any, texts: list[str], limit: int | None) -> TokenizedPairs:
+    """``texts[0]`` paired with each of ``texts[1:]``: not cut (``limit`` ``None``), or cut to ``limit``."""
+    pairs = [(texts[0], text) for text in texts[1:]]
+    if limit is not None:
+        return tokenize_pairs(model.tokenizer, pairs, limit)
     encoded = model.tokenizer(
         [a for a, _ in pairs],
         [b for _, b in pairs],
@@ -181,18 +181,30 @@ def _whole(model: Any, pairs: list[tuple[str, str]]) -> TokenizedPairs:
     return TokenizedPairs(encoded["input_ids"], encoded["token_type_ids"], 0)
 
 
-def _cut(model: Any, job: PairJob, whole: TokenizedPairs) -> _Live:
-    """The job with its pairs cut to the model's limit (only those over it are tokenized again)."""
+def score_jobs(batcher: Batcher, jobs: list[PairJob]) -> None:
+    """Score the merged jobs (one cross-encoder's) on the worker: each job gets its scores, or its error."""
+    model = jobs[0].model
     limit = int(model.max_seq_length)
-    counts = whole.lengths
-    over = [i for i, count in enumerate(counts) if count > limit]
-    if not over or not job.truncate:  # a job refused for a long pair is never scored
-        return _Live(job, whole, counts)
-    ids, types = list(whole.ids), list(whole.token_types)
-    cut = tokenize_pairs(model.tokenizer, [(job.query, job.documents[i]) for i in over], limit)
-    for i, row, segments in zip(over, cut.ids, cut.token_types):
-        ids[i], types[i] = row, segments
-    return _Live(job, TokenizedPairs(ids, types, len(over)), counts)
+    live: list[_Live] = []
+    for job in jobs:
+        if not job.future.set_running_or_notify_cancel():
+            continue
+        try:
+            arrived = job.tokens.result()  # tokenized on arrival (pair_tokens)
+        except BaseException as error:  # its pairs could not be tokenized: it fails alone
+            job.future.set_exception(error)
+            continue
+        too_long = [(index, count) for index, count in enumerate(arrived.counts) if count > limit]
+        if too_long and not job.truncate:
+            job.future.set_exception(InputTooLong(*too_long[0], limit))
+        else:
+            live.append(_Live(job, arrived.tokens, arrived.counts))
+    plan = PairBatching.of(model, batcher)
+    if plan.budget is None:
+        _score(batcher, plan, live)
+        return
+    for run in plan.budget.groups([[min(count, limit) for count in each.counts] for each in live]):
+        _score(batcher, plan, live[run.start : run.stop])  # TEI: each batch answered when done
 
 
 def _score(batcher: Batcher, plan: PairBatching, live: list[_Live]) -> None:

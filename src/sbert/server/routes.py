@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from sbert.server import answers, handlers, schemas, tei
+from sbert.server import answers, handlers, openai_schemas, schemas, tei, tei_schemas
 
 Handler = Callable[[Request], Awaitable[Response]]
 TEI = "text-embeddings-inference"
@@ -62,7 +62,7 @@ def _tei(method: str, path: str, summary: str, handler: Handler, body: Any, answ
 _EMBEDDINGS = "Embed texts or token ids (OpenAI's body and answer)"
 _MODELS = "The served models: every name a request may give (OpenAI's list)"
 _HEALTH = "Liveness and what is served (no API key needed)"
-_EMBEDDING_BODY = (schemas.EmbeddingRequest, schemas.EmbeddingIdsRequest)
+_EMBEDDING_BODY = (openai_schemas.EmbeddingRequest, openai_schemas.EmbeddingIdsRequest)
 
 OPERATIONS: list[Operation] = [
     *(
@@ -82,7 +82,7 @@ OPERATIONS: list[Operation] = [
         "/similarity",
         "Cosine of one sentence to each of a list: sbert's body or TEI's (under `inputs`, the default model)",
         handlers.similarity,
-        (schemas.SimilarityRequest, schemas.TEISimilarityRequest),
+        (openai_schemas.SimilarityRequest, tei_schemas.TEISimilarityRequest),
         (answers.SimilarityResponse, answers.SimilarityScores),
         tei_errors=TEI_STATUSES,
     ),
@@ -91,7 +91,7 @@ OPERATIONS: list[Operation] = [
         "/search",
         "The nearest texts of the index loaded with the model",
         handlers.search,
-        schemas.SearchRequest,
+        openai_schemas.SearchRequest,
         answers.SearchResponse,
     ),
     Operation(
@@ -100,7 +100,7 @@ OPERATIONS: list[Operation] = [
         "Texts ordered by relevance to a query: Cohere's, Jina's and infinity's body (`documents`) "
         "or TEI's (`texts`)",
         handlers.rerank,
-        (schemas.RerankRequest, schemas.TEIRerankRequest),
+        (openai_schemas.RerankRequest, tei_schemas.TEIRerankRequest),
         (answers.RerankResponse, answers.TEIRerankResponse),
         tei_errors=TEI_STATUSES,
     ),
@@ -109,7 +109,7 @@ OPERATIONS: list[Operation] = [
         "/embed",
         "A vector per input (TEI; the default model)",
         tei.embed,
-        schemas.EmbedRequest,
+        tei_schemas.EmbedRequest,
         answers.EmbedResponse,
     ),
     *(
@@ -119,7 +119,7 @@ OPERATIONS: list[Operation] = [
             f"TEI's {what}: /embed's body (a vector per input; a sparse model: /embed_sparse's), or "
             "/similarity's (`inputs` an object: a cosine per sentence); the default model",
             tei.root,
-            (schemas.EmbedRequest, schemas.TEISimilarityRequest),
+            (tei_schemas.EmbedRequest, tei_schemas.TEISimilarityRequest),
             (answers.EmbedResponse, answers.SimilarityScores, answers.EmbedSparseResponse),
         )
         for path, what in (("/", "root route"), ("/invocations", "SageMaker route"))
@@ -130,7 +130,7 @@ OPERATIONS: list[Operation] = [
         "A sparse vector per input, its non-zero weights as `{index, value}` (TEI; the default model, "
         "a SPLADE one: a dense model gets TEI's 424)",
         tei.embed_sparse,
-        schemas.EmbedSparseRequest,
+        tei_schemas.EmbedSparseRequest,
         answers.EmbedSparseResponse,
     ),
     _tei(
@@ -138,7 +138,7 @@ OPERATIONS: list[Operation] = [
         "/embed_all",
         "Every token's vector of each input, no pooling (TEI; the default model; a static model: its table's rows)",
         tei.embed_all,
-        schemas.EmbedAllRequest,
+        tei_schemas.EmbedAllRequest,
         answers.EmbedAllResponse,
     ),
     _tei(
@@ -146,7 +146,7 @@ OPERATIONS: list[Operation] = [
         "/tokenize",
         "Each input's tokens with character offsets (TEI; the default model)",
         tei.tokenize,
-        schemas.TokenizeRequest,
+        tei_schemas.TokenizeRequest,
         answers.TokenizeResponse,
     ),
     _tei(
@@ -155,7 +155,7 @@ OPERATIONS: list[Operation] = [
         "Token ids back to text (TEI), or sparse vectors (`inputs`, as /embed_sparse answers) to their "
         "tokens, heaviest first; the default model",
         tei.decode,
-        (schemas.DecodeRequest, schemas.DecodeBatchRequest, schemas.SparseDecodeRequest),
+        (tei_schemas.DecodeRequest, tei_schemas.DecodeBatchRequest, tei_schemas.SparseDecodeRequest),
         (answers.DecodeResponse, answers.SparseDecodeResponse),
     ),
     Operation(

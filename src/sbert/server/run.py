@@ -108,10 +108,11 @@ def build_service(
 def engine_process(model: Any, load: Callable[[], Any] | None) -> EngineProcess | None:
     """``--engine-process``: the model's forward passes in a process of their own, started and
     loaded now (a model that fails to load there stops the server here); ``None`` where the server
-    does not tokenize the model's texts itself (a static model, a router, a sparse model), whose
-    ``encode()`` stays on the batcher's thread, or without a loader."""
-    if load is None or not ArrivalTokens.supports(model):
-        logger.warning("--engine-process: %s runs on the batcher's thread (no token ids to send)", model.name)
+    does not tokenize the model's texts itself (a static model, a router), for a sparse model (the
+    engine sends dense float32 rows back, a vocabulary wide), whose passes stay on the batcher's
+    thread, or without a loader."""
+    if load is None or not ArrivalTokens.supports(model) or is_sparse(model):
+        logger.warning("--engine-process: %s runs on the batcher's thread (dense models only)", model.name)
         return None
     engine = EngineProcess(load)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sbert.server.schemas import APIError
+from sbert.server.errors import APIError
 
 
 def cosine_scores(query: np.ndarray, others: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from sbert.base.contracts import ServedModel
 from sbert.server.abilities import Kind, kind
 from sbert.server.batcher import Batcher, Embedded, InputTooLong, Overloaded, ServerClosed
-from sbert.server.schemas import TEI_VALIDATION, APIError
+from sbert.server.errors import TEI_VALIDATION, APIError
 from sbert.server.serving_plan import ServingPlan, default_batch_tokens
 from sbert.server.settings import Limits
 from sbert.server.sparse_served import refuse_sparse

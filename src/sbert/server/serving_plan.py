@@ -63,8 +63,10 @@ def check_device(device: str | None) -> None:
 def on_gpu_pipeline(model: Any) -> bool:
     """Whether ``encode()`` runs this model on the GPU pipeline: its plan is PyTorch on a CUDA device."""
     plan = model.plan
-    if getattr(model, "is_static", False) or getattr(model, "is_sparse", False):
-        return False  # a sparse model's encode() runs its own path (server.sparse_served)
+    if getattr(model, "is_static", False):
+        return False
+    if getattr(model, "is_sparse", False) and not model.takes_token_ids:
+        return False  # a sparse model on the exact path, or a Router (server.sparse_served)
     return plan.device.startswith("cuda") and plan.backend == "torch"
 
 
@@ -100,7 +102,10 @@ def unpadded(model: Any) -> bool:
     """Whether the GPU pipeline runs this model without padding (BERT-like: a budget of real tokens)."""
     from sbert.inference.fast_bert import supports
 
-    network = getattr(getattr(model, "input_module", None), "model", None)
+    # the runners' input module: a dense model's transformer, a SPLADE body, a cross-encoder's pairs
+    planning = getattr(model, "planning", None)
+    module = planning.input_module if planning is not None else getattr(model, "input_module", None)
+    network = getattr(module, "model", None)
     return network is not None and supports(network)
 
 

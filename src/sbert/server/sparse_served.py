@@ -25,10 +25,16 @@ import scipy.sparse
 from sbert.base.inputs import valid_utf8
 from sbert.encoder.prompts import Prompts
 from sbert.inference.plan import EnginePlan
+from sbert.inference.planning import Planning
+from sbert.inference.runner import RunOptions
+from sbert.inference.runners import Runners
+from sbert.modules import Tokenized
 from sbert.modules.transformer import Transformer
 from sbert.server import abilities
 from sbert.server.abilities import is_sparse
-from sbert.server.schemas import FLOAT32_MAX, APIError, SparseDecodeRequest, TEIErrorType
+from sbert.server.body_fields import FLOAT32_MAX
+from sbert.server.errors import APIError, TEIErrorType
+from sbert.server.tei_schemas import SparseDecodeRequest
 from sbert.sparse import decode as decoding
 from sbert.sparse.model import SparseEncoder
 from sbert.sparse.vectors import to_csr
@@ -82,6 +88,35 @@ class SparseServed:
         return self.encoder.tokenizer
 
     @property
+    def input_module(self) -> Any:
+        return self.encoder.input_module
+
+    @property
+    def planning(self) -> Planning:
+        """The encoder's :class:`~sbert.inference.planning.Planning` (its runners' input module is the
+        SPLADE body, :class:`~sbert.sparse.engine.SparseBody`)."""
+        planning: Planning = self.encoder.planning
+        return planning
+
+    @property
+    def runners(self) -> Runners:
+        runners: Runners = self.encoder.runners
+        return runners
+
+    @property
+    def takes_token_ids(self) -> bool:
+        """Whether the batcher hands this model token ids tokenized on arrival
+        (:class:`~sbert.server.tokens.ArrivalTokens`) and :meth:`encode_token_ids` runs them on the
+        shared engine, batched as a dense model's: the engine serves the stack (not the exact path)
+        and the model is no Router. Else ``encode(texts)`` runs on the worker."""
+        encoder = self.encoder
+        return (
+            not self.planning.fixed
+            and encoder.route(None) is encoder
+            and isinstance(encoder.input_module, Transformer)
+        )
+
+    @property
     def plan(self) -> EnginePlan:
         """How ``encode()`` computes: the encoder's own plan (the engine keeps it to what ran)."""
         plan: EnginePlan = self.encoder.plan
@@ -107,10 +142,11 @@ class SparseServed:
         batch_size: int = 32,
         prompt: str | None = None,
         show_progress_bar: bool | None = False,
-        **engine: Any,  # the dense engine's options (pack, max_tokens, ...): not the sparse path's
+        **engine: Any,  # the dense engine's options (pack, max_tokens, ...): batched as encode() batches
     ) -> scipy.sparse.csr_matrix:
         """``(n, vocabulary)`` float32 CSR: ``encoder.encode`` with ``prompt`` before each sentence
-        (``""`` or ``None``: none, not the model's default)."""
+        (``""`` or ``None``: none, not the model's default). The batcher runs it only for a model
+        that does not :attr:`takes_token_ids` (a Router, the exact path)."""
         vectors = self.encoder.encode(
             _valid(sentences),
             prompt=prompt or "",
@@ -119,6 +155,25 @@ class SparseServed:
             sparse_format="scipy",
         )
         return to_csr(vectors, self.dim)
+
+    def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions) -> scipy.sparse.csr_matrix:
+        """``(n, vocabulary)`` float32 CSR of texts tokenized on arrival (prompt and special tokens
+        in, cut to the limit), at most the model's ``max_active_dims`` non-zero each: the runner
+        ``encode()`` runs, batched as ``options`` say (the dense model's cuts, packing and budget)."""
+        vectors = self.encoder.encode_token_ids(ids, self.encoder.max_active_dims, options=options)
+        return to_csr(vectors, self.dim)  # (n, vocabulary) dense float32 → CSR
+
+    def with_prompt(
+        self, texts: list[str], prompt_name: str | None = None, prompt: str | None = None
+    ) -> tuple[list[str], int]:
+        """The texts with the prompt before each, and the prompt's tokens the pooling leaves out."""
+        prompted: tuple[list[str], int] = self.encoder.with_prompt(texts, prompt_name, prompt)
+        return prompted
+
+    def token_ids(self, texts: Sequence[str]) -> Tokenized:
+        """Token ids of each text, cut to ``max_seq_length`` as ``encode()`` cuts them."""
+        ids: Tokenized = self.planning.token_ids(texts)
+        return ids
 
     def encode_query(self, sentences: Sequence[str], prompt: str | None = None) -> scipy.sparse.csr_matrix:
         """``(n, vocabulary)`` float32 CSR of search queries: ``encoder.encode_query`` (an
@@ -172,7 +227,7 @@ def refuse_dense(model: Any, model_id: str) -> None:
         >>> refuse_dense(object(), "mini")
         Traceback (most recent call last):
         ...
-        sbert.server.schemas.APIError: Model is not an embedding model with SPLADE pooling: 'mini' is a dense ...
+        sbert.server.errors.APIError: Model is not an embedding model with SPLADE pooling: 'mini' is a dense ...
     """
     if not is_sparse(model):
         raise APIError(

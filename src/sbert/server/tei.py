@@ -37,12 +37,20 @@ from starlette.responses import Response
 
 from sbert.modules.normalize import Normalize
 from sbert.server import abilities, pair_jobs
+from sbert.server.errors import TEI_VALIDATION, APIError
 from sbert.server.responses import JSONResponse
-from sbert.server.schemas import (
-    TEI_BODY,
-    TEI_VALIDATION,
-    APIError,
-    Body,
+from sbert.server.schemas import TEI_BODY, Body, decode_shape, parse_body
+from sbert.server.scoring import cosine_scores, no_raw_scores, ranked
+from sbert.server.service import Service, await_worker, read_body, services_of, version
+from sbert.server.sparse_served import (
+    refuse_dense,
+    refuse_sparse,
+    sparse_matrix,
+    sparse_rows,
+    tokens_of,
+    width,
+)
+from sbert.server.tei_schemas import (
     DecodeBatchRequest,
     DecodeRequest,
     EmbedAllRequest,
@@ -53,18 +61,6 @@ from sbert.server.schemas import (
     TEIRerankRequest,
     TEISimilarityRequest,
     TokenizeRequest,
-    decode_shape,
-    parse_body,
-)
-from sbert.server.scoring import cosine_scores, no_raw_scores, ranked
-from sbert.server.service import Service, await_worker, read_body, services_of, version
-from sbert.server.sparse_served import (
-    refuse_dense,
-    refuse_sparse,
-    sparse_matrix,
-    sparse_rows,
-    tokens_of,
-    width,
 )
 
 INPUTS = "inputs[{}]".format
@@ -337,7 +333,7 @@ def refuse_left(direction: str, truncated: Sequence[int], name: Callable[[int], 
         >>> refuse_left("left", [2], INPUTS)
         Traceback (most recent call last):
         ...
-        sbert.server.schemas.APIError: truncation_direction: Left is not supported, and inputs[2] is over ...
+        sbert.server.errors.APIError: truncation_direction: Left is not supported, and inputs[2] is over ...
     """
     if direction.lower() == "left" and truncated:
         raise APIError(

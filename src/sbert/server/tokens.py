@@ -12,8 +12,10 @@ exactly ``encode()``'s) and hands the ids to the engine ``encode()`` runs on
 (:meth:`~sbert.SentenceEncoder.encode_token_ids`): the same runner, batching and vectors as
 ``encode(texts)``. The Rust tokenizer releases the GIL, so the threads do not hold up the event loop.
 
-Models other than a plain :class:`~sbert.SentenceEncoder` on a transformer (a static model, a
-router) keep ``encode(texts)`` on the worker (:meth:`ArrivalTokens.supports` is false).
+A sparse model the shared engine serves (:attr:`~sbert.server.sparse_served.SparseServed.takes_token_ids`)
+is tokenized on arrival the same way, its ids run by the same runners with the same batching. Other
+models (a static model, a router, a sparse model on the exact path) keep ``encode(texts)`` on the
+worker (:meth:`ArrivalTokens.supports` is false).
 """
 
 from __future__ import annotations
@@ -64,12 +66,22 @@ class TokenBudget:
         return runs
 
 
+def token_pool(threads: int | None = None) -> ThreadPoolExecutor:
+    """The host threads that tokenize requests as they arrive (a batcher's texts and pairs);
+    ``threads`` ``None``: the GPU pipeline's count (the cores but two, 1 to 8)."""
+    from sbert.inference.cuda.pipeline import tokenizing_threads
+
+    return ThreadPoolExecutor(threads or tokenizing_threads(), thread_name_prefix="sbert-serve-tokens")
+
+
 class ArrivalTokens:
     """A pool of host threads that tokenizes texts for a :class:`~sbert.server.batcher.Batcher`.
 
     Args:
         model: A :class:`~sbert.SentenceEncoder` on a transformer (:meth:`supports`).
         threads: Tokenizing threads; ``None``: the GPU pipeline's count (the cores but two, 1 to 8).
+        pool: The threads to tokenize on (:func:`token_pool`; the batcher's, shared with its pairs);
+            ``None``: a pool of ``threads`` of its own.
 
     Examples:
         >>> from sbert import SentenceEncoder
@@ -81,14 +93,12 @@ class ArrivalTokens:
         >>> tokens.close()
     """
 
-    def __init__(self, model: Any, threads: int | None = None) -> None:
-        from sbert.inference.cuda.pipeline import tokenizing_threads
-
+    def __init__(
+        self, model: Any, threads: int | None = None, pool: ThreadPoolExecutor | None = None
+    ) -> None:
         self.model = model
         self.module = model.input_module
-        self.pool = ThreadPoolExecutor(
-            threads or tokenizing_threads(), thread_name_prefix="sbert-serve-tokens"
-        )
+        self.pool = pool or token_pool(threads)
         self._prompts: dict[str, int] = {}  # prompt → its length in tokens (pooling may leave them out)
 
     @staticmethod
@@ -98,6 +108,8 @@ class ArrivalTokens:
         from sbert.encoder.model import SentenceEncoder
         from sbert.modules import Transformer
 
+        if getattr(model, "is_sparse", False):  # server.sparse_served: the SPLADE engine's models
+            return bool(model.takes_token_ids)
         return (
             isinstance(model, SentenceEncoder)
             and type(model).encode is SentenceEncoder.encode
@@ -107,7 +119,7 @@ class ArrivalTokens:
     def submit(self, texts: list[str], prompt: str) -> Future[Ids]:
         """The texts' token ids, ``prompt`` before each, without truncation (their counts are the
         token counts), from a pool thread."""
-        return self.pool.submit(self._whole, texts, prompt)
+        return self.pool.submit(self.whole, texts, prompt)
 
     def prompt_length(self, prompt: str) -> int:
         """The prompt's tokens, as ``encode(prompt=prompt)`` counts them (0: no prompt)."""
@@ -123,6 +135,7 @@ class ArrivalTokens:
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
-    def _whole(self, texts: list[str], prompt: str) -> Ids:
+    def whole(self, texts: list[str], prompt: str) -> Ids:
+        """The texts' token ids, ``prompt`` before each, not cut (on the calling thread)."""
         prompted = [prompt + text for text in texts] if prompt else texts
         return list(tokenized(self.module.whole_token_ids, prompted))  # lone surrogates replaced

@@ -124,16 +124,23 @@ def _same(kept: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
     return len(flat[0]) == len(flat[1]) and all(a is b for a, b in zip(*flat))
 
 
-def fast_vectors(model: Any, ids: Sequence[Sequence[int]]) -> Tensor | None:
+def fast_vectors(
+    model: Any, ids: Sequence[Sequence[int]], options: RunOptions | None = None
+) -> Tensor | None:
     """``model``'s dense vectors ``(n, vocab)``, float32 on the CPU, of ``ids`` by the runner its plan
     names, or ``None`` where its plan is the exact path (:meth:`~sbert.SparseEncoder.exact_vectors`).
-    A runner that fails is recorded and the next-best runs: the plan then says so."""
+    A runner that fails is recorded and the next-best runs: the plan then says so.
+
+    ``options``: how the runner batches ``ids``, as a dense model's (``sbert serve``'s merged batches:
+    ``--max-batch-tokens``, the pass cost, packing, the GPU pipeline's budget); ``None``: ``ids`` are
+    one batch already (``encode``'s length-sorted batches), packed where the plan packs."""
     planning = model.planning
     if planning.fixed:
         return None
-    _, runner = planning.runner(planning.plan, pack=True)
+    options = options or RunOptions(batch_size=max(1, len(ids)), pack=True)
+    _, runner = planning.runner(planning.plan, pack=options.pack)
     with evaluating([planning.input_module, planning.pooling]):
-        return runner.run(ids, RunOptions(batch_size=max(1, len(ids)), pack=True), lambda done: None)
+        return runner.run(ids, options, lambda done: None)
 
 
 __all__ = [

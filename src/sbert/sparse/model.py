@@ -23,6 +23,7 @@ from sbert.base.inputs import check_max_seq_length
 from sbert.base.modes import in_eval_mode
 from sbert.inference.plan import PlanRequest
 from sbert.inference.planning import Planning
+from sbert.inference.runner import RunOptions
 from sbert.model.base import ModelBase, PlannedAttributes
 from sbert.model.encoding import EncodeRequest
 from sbert.model.hub import resolve_model_path
@@ -249,12 +250,17 @@ class SparseEncoder(PromptMethods, RouteMethods, PlannedAttributes, ModelBase, m
         return {"sentence_embedding": self.embed(features, self.max_active_dims)}
 
     def encode_token_ids(
-        self, token_ids: Sequence[Sequence[int]], max_active_dims: int | None = None, prompt_length: int = 0
+        self,
+        token_ids: Sequence[Sequence[int]],
+        max_active_dims: int | None = None,
+        prompt_length: int = 0,
+        options: RunOptions | None = None,
     ) -> Tensor:
         """Dense float32 vectors (n, dim) of one batch of tokenized texts, at most ``max_active_dims``
         non-zero each: the one step that :meth:`encode` runs per batch, by the sparse engine where
-        :attr:`plan` names it (:mod:`sbert.sparse.engine`), else by :meth:`exact_vectors`."""
-        fast = None if prompt_length else fast_vectors(self, token_ids)
+        :attr:`plan` names it (:mod:`sbert.sparse.engine`, batched as ``options`` say, as a dense
+        model's runner batches), else by :meth:`exact_vectors`."""
+        fast = None if prompt_length else fast_vectors(self, token_ids, options)
         if fast is None:
             return self.exact_vectors(token_ids, max_active_dims, prompt_length)
         return keep_top_k(fast, max_active_dims)
