@@ -160,7 +160,11 @@ class SparseServed:
         """``(n, vocabulary)`` float32 CSR of texts tokenized on arrival (prompt and special tokens
         in, cut to the limit), at most the model's ``max_active_dims`` non-zero each: the runner
         ``encode()`` runs, batched as ``options`` say (the dense model's cuts, packing and budget)."""
-        vectors = self.encoder.encode_token_ids(ids, self.encoder.max_active_dims, options=options)
+        # the prompt's length as encode() passes it: where the pooling leaves the prompt out, the
+        # encoder then takes encode()'s own path for it
+        vectors = self.encoder.encode_token_ids(
+            ids, self.encoder.max_active_dims, options.prompt_length, options
+        )
         return to_csr(vectors, self.dim)  # (n, vocabulary) dense float32 → CSR
 
     def with_prompt(
