@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from torch import Tensor
 
+from sbert.base.batching import length_sorted_batches
 from sbert.inference.planning import Planning
 from sbert.inference.precision import CALIBRATED, warn_once
 from sbert.inference.runner import RunOptions
@@ -143,10 +145,35 @@ def fast_vectors(
         return runner.run(ids, options, lambda done: None)
 
 
+def exact_batches(
+    model: Any,
+    ids: Sequence[Sequence[int]],
+    max_active_dims: int | None,
+    prompt_length: int,
+    options: RunOptions,
+) -> Tensor:
+    """``model``'s dense vectors ``(n, dim)``, float32 on the CPU, by the exact path
+    (:meth:`~sbert.SparseEncoder.exact_vectors`), with ``ids`` cut as the dense model's PyTorch
+    runner cuts them: length-sorted batches of at most ``batch_size`` sentences and ``max_tokens``
+    padded tokens, at the cheapest cuts where ``batch_cost_tokens`` is set (``pack`` does not
+    apply: no exact pass packs). ``sbert serve`` runs its merged batches so for a model on the exact
+    path (a CSR model, a calibrated precision, a head sbert does not fuse, a static route), whose
+    SPLADE head holds a ``(sentences, longest, vocabulary)`` tensor: ``max_tokens`` bounds it."""
+    out = torch.zeros((len(ids), model.dim), dtype=torch.float32)
+    lengths = [len(row) for row in ids]
+    for batch in length_sorted_batches(
+        lengths, options.batch_size, options.max_tokens, options.batch_cost_tokens
+    ):
+        vectors = model.exact_vectors([ids[i] for i in batch], max_active_dims, prompt_length)  # (batch, dim)
+        out[torch.from_numpy(batch)] = vectors.float().cpu()
+    return out
+
+
 __all__ = [
     "BF16_COSINE_DISTANCE",
     "SparseBody",
     "engine_parts",
+    "exact_batches",
     "fast_vectors",
     "planning_of",
     "served",

@@ -38,7 +38,7 @@ from sbert.modules import (
 )
 from sbert.modules.module import Module
 from sbert.sparse import decode as decoding
-from sbert.sparse.engine import fast_vectors, planning_of
+from sbert.sparse.engine import exact_batches, fast_vectors, planning_of
 from sbert.sparse.format import (
     LoadsSparseByName,
     SparseInput,
@@ -259,11 +259,14 @@ class SparseEncoder(PromptMethods, RouteMethods, PlannedAttributes, ModelBase, m
         """Dense float32 vectors (n, dim) of one batch of tokenized texts, at most ``max_active_dims``
         non-zero each: the one step that :meth:`encode` runs per batch, by the sparse engine where
         :attr:`plan` names it (:mod:`sbert.sparse.engine`, batched as ``options`` say, as a dense
-        model's runner batches), else by :meth:`exact_vectors`."""
+        model's runner batches), else by :meth:`exact_vectors`, cut as ``options`` say
+        (:func:`~sbert.sparse.engine.exact_batches`; ``None``: ``token_ids`` are one batch already)."""
         fast = None if prompt_length else fast_vectors(self, token_ids, options)
-        if fast is None:
+        if fast is not None:
+            return keep_top_k(fast, max_active_dims)
+        if options is None:  # encode()'s length-sorted batch
             return self.exact_vectors(token_ids, max_active_dims, prompt_length)
-        return keep_top_k(fast, max_active_dims)
+        return exact_batches(self, token_ids, max_active_dims, prompt_length, options)
 
     def exact_vectors(
         self, token_ids: Sequence[Sequence[int]], max_active_dims: int | None = None, prompt_length: int = 0
