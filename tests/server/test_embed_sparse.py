@@ -82,13 +82,15 @@ def pairs(model: SparseEncoder, texts: list[str], **options: Any) -> list[tuple[
     return [(np.asarray(ids).tolist(), np.asarray(values, dtype=np.float32)) for ids, values in vectors]
 
 
-def assert_same(answer: list[list[dict[str, Any]]], expected: list[tuple[list[int], np.ndarray]]) -> None:
-    """TEI's answer equals ``expected``: the same indices, values within 1e-6."""
+def assert_same(
+    answer: list[list[dict[str, Any]]], expected: list[tuple[list[int], np.ndarray]], rtol: float = 0
+) -> None:
+    """TEI's answer equals ``expected``: the same indices, values within 1e-6 (and ``rtol``)."""
     assert len(answer) == len(expected)
     for vector, (ids, values) in zip(answer, expected):
         assert all(set(item) == {"index", "value"} for item in vector)
         assert [item["index"] for item in vector] == ids
-        np.testing.assert_allclose([item["value"] for item in vector], values, atol=1e-6, rtol=0)
+        np.testing.assert_allclose([item["value"] for item in vector], values, atol=1e-6, rtol=rtol)
 
 
 def tei_error(response: httpx.Response, status: int, error_type: str) -> str:

@@ -65,8 +65,8 @@ def on_gpu_pipeline(model: Any) -> bool:
     plan = model.plan
     if getattr(model, "is_static", False):
         return False
-    if getattr(model, "is_sparse", False) and not model.takes_token_ids:
-        return False  # a sparse model on the exact path, or a Router (server.sparse_served)
+    if getattr(model, "is_sparse", False) and not model.on_engine:
+        return False  # a sparse model on the exact path (server.sparse_served): padded PyTorch passes
     return plan.device.startswith("cuda") and plan.backend == "torch"
 
 

@@ -106,15 +106,18 @@ class SparseServed:
     @property
     def takes_token_ids(self) -> bool:
         """Whether the batcher hands this model token ids tokenized on arrival
-        (:class:`~sbert.server.tokens.ArrivalTokens`) and :meth:`encode_token_ids` runs them on the
-        shared engine, batched as a dense model's: the engine serves the stack (not the exact path)
-        and the model is no Router. Else ``encode(texts)`` runs on the worker."""
-        encoder = self.encoder
-        return (
-            not self.planning.fixed
-            and encoder.route(None) is encoder
-            and isinstance(encoder.input_module, Transformer)
-        )
+        (:class:`~sbert.server.tokens.ArrivalTokens`) and :meth:`encode_token_ids` runs them, cut as
+        a dense model's merged batches are: the stack a plain ``encode()`` runs (a Router's default
+        route; none: ``encode()`` raises, and so does the worker) reads a transformer's tokens, on
+        the shared engine or on the exact path. Else (a static route, whose tokenizer is not
+        thread-safe to share) :meth:`encode` tokenizes on the worker, then runs the same cuts."""
+        return self._route_known() and isinstance(self.encoder.input_module, Transformer)
+
+    @property
+    def on_engine(self) -> bool:
+        """Whether the shared engine's runners compute the vectors (the GPU pipeline on CUDA), not
+        the exact float32 PyTorch path (a fixed plan: :func:`~sbert.sparse.engine.planning_of`)."""
+        return not self.planning.fixed
 
     @property
     def plan(self) -> EnginePlan:
@@ -142,24 +145,28 @@ class SparseServed:
         batch_size: int = 32,
         prompt: str | None = None,
         show_progress_bar: bool | None = False,
-        **engine: Any,  # the dense engine's options (pack, max_tokens, ...): batched as encode() batches
+        max_tokens: int | None = None,
+        batch_cost_tokens: int | None = None,
+        pack: bool = False,
     ) -> scipy.sparse.csr_matrix:
-        """``(n, vocabulary)`` float32 CSR: ``encoder.encode`` with ``prompt`` before each sentence
-        (``""`` or ``None``: none, not the model's default). The batcher runs it only for a model
-        that does not :attr:`takes_token_ids` (a Router, the exact path)."""
-        vectors = self.encoder.encode(
-            _valid(sentences),
-            prompt=prompt or "",
-            batch_size=batch_size,
-            show_progress_bar=show_progress_bar,
-            sparse_format="scipy",
-        )
-        return to_csr(vectors, self.dim)
+        """``(n, vocabulary)`` float32 CSR: ``encoder.encode``'s vectors with ``prompt`` before each
+        sentence (``""`` or ``None``: none, not the model's default), the texts tokenized here and cut
+        as :meth:`encode_token_ids` cuts them (the batcher runs it for a model that does not
+        :attr:`takes_token_ids`; ``show_progress_bar``: accepted, no bar).
+
+        Raises:
+            ValueError: a Router model without a default route (``encode()``'s error).
+        """
+        self.encoder.route(None)  # a Router without a default route raises here, as encode() does
+        texts, length = self.with_prompt(_valid(sentences), None, prompt or "")
+        options = RunOptions(batch_size, max_tokens, batch_cost_tokens, pack, prompt_length=length)
+        return self.encode_token_ids(self.token_ids(texts).ids, options)
 
     def encode_token_ids(self, ids: Sequence[Sequence[int]], options: RunOptions) -> scipy.sparse.csr_matrix:
-        """``(n, vocabulary)`` float32 CSR of texts tokenized on arrival (prompt and special tokens
-        in, cut to the limit), at most the model's ``max_active_dims`` non-zero each: the runner
-        ``encode()`` runs, batched as ``options`` say (the dense model's cuts, packing and budget)."""
+        """``(n, vocabulary)`` float32 CSR of tokenized texts (prompt and special tokens in, cut to
+        the limit), at most the model's ``max_active_dims`` non-zero each: the runner ``encode()``
+        runs, batched as ``options`` say (the dense model's cuts, packing and budget), or the
+        exact path in the same cuts (:func:`~sbert.sparse.engine.exact_batches`)."""
         # the prompt's length as encode() passes it: where the pooling leaves the prompt out, the
         # encoder then takes encode()'s own path for it
         vectors = self.encoder.encode_token_ids(
@@ -199,6 +206,14 @@ class SparseServed:
         # a static weight per token (an inference-free query side): no special tokens
         ids = self.tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
         return [len(row) for row in ids]
+
+    def _route_known(self) -> bool:
+        """Whether a plain ``encode()`` has a stack to run: no Router, or a Router's default route
+        (the encoder itself runs it: :meth:`~sbert.model.router.RouteMethods.route`)."""
+        try:
+            return self.encoder.route(None) is self.encoder
+        except ValueError:  # a Router without a default route
+            return False
 
 
 def served(model: Any) -> Any:

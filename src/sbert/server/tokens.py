@@ -12,10 +12,11 @@ exactly ``encode()``'s) and hands the ids to the engine ``encode()`` runs on
 (:meth:`~sbert.SentenceEncoder.encode_token_ids`): the same runner, batching and vectors as
 ``encode(texts)``. The Rust tokenizer releases the GIL, so the threads do not hold up the event loop.
 
-A sparse model the shared engine serves (:attr:`~sbert.server.sparse_served.SparseServed.takes_token_ids`)
-is tokenized on arrival the same way, its ids run by the same runners with the same batching. Other
-models (a static model, a router, a sparse model on the exact path) keep ``encode(texts)`` on the
-worker (:meth:`ArrivalTokens.supports` is false).
+A sparse model on a transformer (:attr:`~sbert.server.sparse_served.SparseServed.takes_token_ids`:
+SPLADE, CSR, a Router's default route) is tokenized on arrival the same way, its ids run by the
+same runners with the same batching, or on the exact path in the same cuts. Other models (a static
+model, a dense router, a sparse model's static route) keep ``encode(texts)`` on the worker
+(:meth:`ArrivalTokens.supports` is false).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class ArrivalTokens:
         from sbert.encoder.model import SentenceEncoder
         from sbert.modules import Transformer
 
-        if getattr(model, "is_sparse", False):  # server.sparse_served: the SPLADE engine's models
+        if getattr(model, "is_sparse", False):  # server.sparse_served: a transformer stack
             return bool(model.takes_token_ids)
         return (
             isinstance(model, SentenceEncoder)
