@@ -10,16 +10,14 @@ served CSR vectors with a prompt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import torch
 from server_process import ServerProcess, tiny_server_args
-from test_embed_sparse import LONG, assert_same, pairs
+from test_embed_sparse import LONG, assert_same, pairs, post
 from tests.conftest import build_tiny_bert
 from tests.sparse.conftest import build_tiny_mlm
 
@@ -155,16 +153,8 @@ def test_an_exact_path_sparse_models_merged_batches_follow_max_batch_tokens(
     batcher.close()
 
 
-@pytest.fixture(scope="module")
-def csr_server(csr_dir: Path) -> Iterator[ServerProcess]:
-    process = ServerProcess(tiny_server_args(csr_dir, "--served-model-name", "tiny-csr")).wait_ready()
-    yield process
-    process.terminate()
-    process.wait_exit()
-
-
 def test_a_csr_model_served_with_a_prompt_leaves_the_prompt_out(
-    csr_server: ServerProcess, csr_dir: Path, models: dict[str, SparseEncoder]
+    csr_dir: Path, models: dict[str, SparseEncoder]
 ) -> None:
     """/embed_sparse with the ``query`` prompt of a CSR model whose pooling leaves the prompt out:
     concurrent requests (merged on the batcher) get ``encode(prompt_name="query")``'s vectors and
@@ -178,10 +168,14 @@ def test_a_csr_model_served_with_a_prompt_leaves_the_prompt_out(
     bodies = [
         {"inputs": [text, texts[(i + 1) % 4]], "prompt_name": "query"} for i, text in enumerate(texts * 3)
     ]
-    with ThreadPoolExecutor(6) as pool:
-        answers = list(
-            pool.map(lambda body: httpx.post(f"{csr_server.url}/embed_sparse", json=body, timeout=30), bodies)
-        )
+    server = ServerProcess(tiny_server_args(csr_dir)).wait_ready()
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda body: post(server, "/embed_sparse", body), bodies))
+        served_rows = post(server, "/embed_sparse", {"inputs": texts, "prompt_name": "query"}).json()
+    finally:
+        server.terminate()
+        server.wait_exit()
     oracle = STSparseEncoder(str(csr_dir), device="cpu")
     for body, answer in zip(bodies, answers):
         assert answer.status_code == 200, answer.text
@@ -189,7 +183,4 @@ def test_a_csr_model_served_with_a_prompt_leaves_the_prompt_out(
         theirs = oracle.encode(body["inputs"], prompt_name="query").to_dense().numpy()
         assert_close(answer.json(), [(row.nonzero()[0].tolist(), row[row != 0]) for row in theirs])
     included = pairs(model, [f"query: {text}" for text in texts])  # the prompt's tokens in the mean
-    served_rows = httpx.post(
-        f"{csr_server.url}/embed_sparse", json={"inputs": texts, "prompt_name": "query"}
-    ).json()
     assert any([item["index"] for item in row] != ids for row, (ids, _) in zip(served_rows, included))
