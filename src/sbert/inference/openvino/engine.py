@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import BATCH_COST_TOKENS, length_sorted_batches
-from sbert.base.weights import parameter_version
+from sbert.base.weights import WeightsStamp
 from sbert.inference.cpu import this_cpu
 from sbert.inference.openvino import graph_cache
 from sbert.inference.openvino.runtime import compile_config, host_logging_kept, import_openvino
@@ -99,7 +99,7 @@ class OpenVinoEngine:
     """Pooled sentence vectors from an OpenVINO-compiled copy of the transformer and pooling.
 
     Args:
-        transformer: The encoder's transformer (converted as it is now; see :attr:`version`).
+        transformer: The encoder's transformer (converted as it is now; see :attr:`weights`).
         pooling: The encoder's pooling.
         precision: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``.
         calibration: mixed and int8: sentences whose activations fix the quantization ranges
@@ -153,7 +153,7 @@ class OpenVinoEngine:
                 model = self._calibrated(module, precision, calibration)
             else:
                 model = self._plain(module)
-            self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
+            self.weights = WeightsStamp(transformer.model)  # after tracing, which bumps version counters
             self.requests = self._compile(model)
         if reference is not None:
             self._prove(self.requests, packed=False)
@@ -365,8 +365,8 @@ class OpenVinoEngine:
             with _keep_signal_stack():
                 example = pass_feeds(self._example_ids(), [[0, 1]])
                 requests = self._compile(self._convert(module, example))
-            # Tracing bumps the weights' version counters; the weights are those of self.version.
-            self.version = parameter_version(self.transformer.model)
+            # Tracing bumps the weights' version counters; the weights are those of self.weights.
+            self.weights = WeightsStamp(self.transformer.model)
             if self._reference is not None:
                 try:
                     self._prove(requests, packed=True)
