@@ -10,6 +10,7 @@ from sbert import SentenceEncoder
 from sbert.base.batching import length_sorted_batches
 from sbert.inference.openvino.engine import OpenVinoEngine
 from sbert.inference.probe import UnfaithfulGraph
+from sbert.inference.runner import RunOptions
 
 pytest.importorskip("openvino")
 
@@ -80,6 +81,18 @@ def test_encode_of_queries_uses_it(tiny_model_dir: Path) -> None:
     encoder = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", backend="openvino")
     vectors = [encoder.encode(QUERY, convert_to_tensor=True) for _ in range(3)]
     torch.testing.assert_close(vectors[2], vectors[0], atol=1e-6, rtol=0)
+    engine = encoder.runners.openvino[encoder.precision]
+    if engine.threads >= 2:
+        assert engine.one_stream.requests is not None
+
+
+def test_a_served_query_takes_the_padded_graph_on_one_stream(tiny_model_dir: Path) -> None:
+    encoder = SentenceEncoder.from_pretrained(tiny_model_dir, device="cpu", backend="openvino")
+    ids = encoder.token_ids(QUERY + MANY[:3]).ids
+    packed = RunOptions(pack=True, max_tokens=8192)  # what sbert serve's batcher asks on OpenVINO
+    together = encoder.encode_token_ids(ids, packed)  # packed rows
+    alone = [encoder.encode_token_ids(ids[:1], packed) for _ in range(2)]
+    torch.testing.assert_close(alone[1], together[:1], atol=1e-6, rtol=0)
     engine = encoder.runners.openvino[encoder.precision]
     if engine.threads >= 2:
         assert engine.one_stream.requests is not None

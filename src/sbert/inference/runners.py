@@ -162,7 +162,9 @@ class OpenVinoRunner:
     def run(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
     ) -> Tensor:
-        if self.packed:
+        # One sentence has no padding to save: the padded graph runs it, on one stream over every
+        # thread from the second such call (a served query; openvino.one_stream).
+        if self.packed and len(ids) > 1:
             lengths = [len(row) for row in ids]
             limit = options.max_tokens or MAX_PASS_TOKENS
             passes = packed_passes(lengths, len(self.engine.requests), max_pass_tokens=limit)
