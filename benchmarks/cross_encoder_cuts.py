@@ -1,7 +1,8 @@
 """How the cross-encoder's pairs are cut into OpenVINO passes, and what else its float32 pass could
 save: candidate variants of sbert's default ``CrossEncoder`` run timed against sentence-transformers'
 ``CrossEncoder.predict`` on the STSb test pairs, alternating every repeat, medians of the per-repeat
-ratios (the model as ``cross_encoder_speed.py`` makes it).
+ratios (the model as ``cross_encoder_speed.py`` makes it). "whole last layer" is the body as it was
+before 2026-11-29, every token through the last layer; the other variants run the body as it is.
 
 Every sbert variant runs on already-tokenized pairs (tokenizing is the same for all and ~1% of a
 call); sentence-transformers' side is its whole ``predict``. Each variant's logits are compared with
@@ -17,6 +18,7 @@ import json
 import statistics
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,7 @@ import torch
 from sentence_transformers import CrossEncoder as TheirCrossEncoder
 
 from alternating import alternating_rates
+from cross_encoder_speed import saved_cross_encoder
 from sbert import CrossEncoder
 from sbert.base.batching import length_sorted_batches
 from sbert.cross_encoder.engine import pair_ids
@@ -31,6 +34,7 @@ from sbert.data import read_stsb
 from sbert.inference.openvino import engine as openvino_engine
 from sbert.inference.packing import packed_passes
 from sbert.inference.runner import RunOptions
+from sbert.modules import Transformer
 from sparse_setup import cpu_name
 
 
@@ -62,37 +66,13 @@ def one_stream(path: str) -> CrossEncoder:
     return model
 
 
-def first_token_forward(transformer: object) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
-    """The pair transformer's forward with its last layer computed for the first token only: keys
-    and values of every token, the query, attention output and feed-forward of [CLS] alone."""
-    network = transformer.model  # type: ignore[attr-defined]
-
-    def forward(features: dict[str, torch.Tensor]) -> torch.Tensor:
-        input_ids, mask = features["input_ids"], features["attention_mask"]
-        segments = torch.div(input_ids, network.vocab_size, rounding_mode="floor")
-        bert = network.bert
-        hidden = bert.embeddings(input_ids=input_ids - segments * network.vocab_size, token_type_ids=segments)
-        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-        *early, last = bert.encoder.layer
-        for layer in early:
-            hidden = layer(hidden, additive)
-        attention = last.attention.self
-        first = hidden[:, :1]  # (batch, 1, hidden)
-        heads = (attention.num_attention_heads, attention.attention_head_size)
-        q = attention.query(first).view(first.shape[0], 1, *heads).transpose(1, 2)
-        k = attention.key(hidden).view(*hidden.shape[:2], *heads).transpose(1, 2)
-        v = attention.value(hidden).view(*hidden.shape[:2], *heads).transpose(1, 2)
-        context = torch.nn.functional.scaled_dot_product_attention(q, k, v, additive, scale=attention.scaling)
-        context = context.transpose(1, 2).reshape(first.shape[0], 1, -1)
-        out = last.attention.output(context, first)
-        return last.output(last.intermediate(out), out)  # (batch, 1, hidden)
-
-    return forward
-
-
-def first_token(path: str) -> CrossEncoder:
+def whole_last_layer(path: str) -> CrossEncoder:
+    """A model whose body computes its last layer for every token (sbert before 2026-11-29): the
+    plain transformer's forward, whose graph caches under its own key."""
     model = CrossEncoder(path, device="cpu")
-    model.input_module.forward = first_token_forward(model.input_module)
+    transformer = model.input_module
+    transformer.forward = partial(Transformer.forward, transformer)
+    transformer.extra_repr = lambda: "output: every token's vector"
     model.predict([("A warm-up.", "Compiles it.")])
     return model
 
@@ -107,11 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     pairs = [(p.sentence1, p.sentence2) for p in read_stsb("test", args.data_dir)][: args.limit]
     with tempfile.TemporaryDirectory() as folder:
-        torch.manual_seed(0)
-        CrossEncoder.from_pretrained(num_labels=1, device="cpu", precision="float32").save(
-            Path(folder) / "ce"
-        )
-        path = str(Path(folder) / "ce")
+        path = saved_cross_encoder(folder)
         model = CrossEncoder(path, device="cpu")
         model.predict(pairs[:8])
         ids = pair_ids(model.tokenize(pairs), model.input_module.vocab_size)
@@ -124,7 +100,7 @@ def main() -> None:
             "packed 256": lambda: packed(model, ids, 256),
             "packed 64": lambda: packed(model, ids, 64),
             "one stream, padded 32": lambda: padded(one_stream(path), ids, RunOptions(32)),
-            "first token last layer, padded 32": lambda: padded(first_token(path), ids, RunOptions(32)),
+            "whole last layer, padded 32": lambda: padded(whole_last_layer(path), ids, RunOptions(32)),
         }
         chosen = {name: make() for name, make in variants.items() if name in (args.variants or variants)}
         theirs = TheirCrossEncoder(path, device="cpu")
