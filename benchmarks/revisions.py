@@ -2,12 +2,16 @@
 
 Each repeat starts one process per checkout, in alternating order; a process loads the bundled
 all-MiniLM-L6-v2 at the default precision and backend, warms up, then times ``encode()`` of the STSb
-test sentences (``--passes`` times). The figure is sentences per second; the ratio NEW/OLD is taken per
+test sentences (``--passes`` times), all in one call or, with ``--call-size N``, N a call (1: one
+query a call, where a call's fixed costs show; ``--sentences`` then keeps the timing short). The
+figure is sentences per second; the ratio NEW/OLD is taken per
 repeat and its median reported, so a machine whose speed drifts hits both sides alike.
 
     git worktree add /tmp/sbert-old <old commit>
     flock /tmp/sbert-heavy.lock python benchmarks/revisions.py --old /tmp/sbert-old --new . \\
         --data-dir ../shared/data --repeats 5 --output benchmarks/results/revisions.json
+    flock /tmp/sbert-heavy.lock python benchmarks/revisions.py --old /tmp/sbert-old --new . \
+        --data-dir ../shared/data --call-size 1 --sentences 400 --output benchmarks/results/revisions_query.json
 """
 
 from __future__ import annotations
@@ -29,23 +33,31 @@ import json, sys, time
 from sbert import SentenceEncoder
 from sbert.data import read_stsb
 sentences = sorted({text for pair in read_stsb("test", sys.argv[1]) for text in (pair.sentence1, pair.sentence2)})
+sentences = sentences[: int(sys.argv[4]) or None]
+size = int(sys.argv[3]) or len(sentences)
+calls = [sentences[i : i + size] for i in range(0, len(sentences), size)]
 model = SentenceEncoder.from_pretrained()
 model.encode(sentences[:256], show_progress_bar=False)
+for call in calls[:20]:
+    model.encode(call, show_progress_bar=False)
 start = time.perf_counter()
 for _ in range(int(sys.argv[2])):
-    model.encode(sentences, show_progress_bar=False)
+    for call in calls:
+        model.encode(call, show_progress_bar=False)
 rate = int(sys.argv[2]) * len(sentences) / (time.perf_counter() - start)
 print(json.dumps({"rate": rate, "plan": f"{model.precision} on {model.backend}"}))
 """
 
 
-def measure(checkout: Path, data_dir: str, passes: int) -> dict[str, object]:
+def measure(
+    checkout: Path, data_dir: str, passes: int, call_size: int = 0, sentences: int = 0
+) -> dict[str, object]:
     environment = os.environ | {
         "PYTHONPATH": str(checkout.resolve() / "src"),
         "TOKENIZERS_PARALLELISM": "false",
     }
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, data_dir, str(passes)],
+        [sys.executable, "-c", PROBE, data_dir, str(passes), str(call_size), str(sentences)],
         capture_output=True,
         text=True,
         env=environment,
@@ -74,6 +86,8 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("SBERT_DATA", "../shared/data"))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--passes", type=int, default=2, help="encodes of the set per process")
+    parser.add_argument("--call-size", type=int, default=0, help="sentences an encode() call (0: all)")
+    parser.add_argument("--sentences", type=int, default=0, help="only the first N sentences (0: all)")
     parser.add_argument("--output", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
     started, load_before = datetime.now(timezone.utc), os.getloadavg()
@@ -82,7 +96,7 @@ def main() -> None:
     for repeat in range(args.repeats):
         order = ("old", "new") if repeat % 2 == 0 else ("new", "old")
         for side in order:
-            found = measure(getattr(args, side), args.data_dir, args.passes)
+            found = measure(getattr(args, side), args.data_dir, args.passes, args.call_size, args.sentences)
             rates[side].append(float(found["rate"]))  # type: ignore[arg-type]
             plans[side] = found["plan"]
     ratios = [new / old for new, old in zip(rates["new"], rates["old"])]
@@ -100,6 +114,8 @@ def main() -> None:
             "checkouts": {side: commit_of(getattr(args, side)) for side in ("old", "new")},
             "plans": plans,
             "passes": args.passes,
+            "call_size": args.call_size or "all",
+            "sentences": args.sentences or "all",
             "sentences_per_second": {side: statistics.median(values) for side, values in rates.items()},
             "rates": rates,
             "ratio_median": statistics.median(ratios),

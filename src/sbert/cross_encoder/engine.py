@@ -76,7 +76,7 @@ class PairModel(ModeOfModel, nn.Module):  # type: ignore[misc]
     """A BERT that takes :func:`pair_ids`: it splits each id into token and segment, then runs.
 
     It holds the classifier's head too, unused here, so that the runners' weight fingerprint
-    (``parameter_version``) sees a trained head and compiles again.
+    (:class:`~sbert.base.weights.WeightsStamp`) sees a trained head and compiles again.
     """
 
     mode_of = "bert"  # its mode is the BERT's (ModeOfModel)

@@ -160,7 +160,6 @@ def record(model: SentenceEncoder, request: ColdRequest) -> None:
 def _entry_of(model: SentenceEncoder, request: ColdRequest) -> dict[str, Any] | None:
     """What :func:`encode` needs to run ``model``'s graph, or ``None`` where it would not run it
     as ``model.encode`` did."""
-    from sbert.base.weights import parameter_version
     from sbert.encoder.model import SentenceEncoder
     from sbert.modules import Normalize, Transformer
 
@@ -181,7 +180,7 @@ def _entry_of(model: SentenceEncoder, request: ColdRequest) -> dict[str, Any] | 
     )
     if not plain or engine is None or engine.graph_key is None:
         return None
-    if engine.version != parameter_version(transformer.model):  # weights changed since: not the files'
+    if not engine.weights.holds(transformer.model):  # weights changed since: not the files'
         return None
     batch_tokenizer = transformer._batch_tokenizer(transformer.max_seq_length)
     if batch_tokenizer is None:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import length_sorted_batches
-from sbert.base.weights import parameter_version, weights_version
+from sbert.base.weights import WeightsStamp, weights_version
 from sbert.inference.cuda.pipeline import DTYPES, CudaPipeline, PipelineOptions
 from sbert.inference.fast_bert import FastBert, supports
 from sbert.inference.openvino.engine import OpenVinoEngine
@@ -162,7 +162,9 @@ class OpenVinoRunner:
     def run(
         self, ids: Sequence[Sequence[int]], options: RunOptions, progress: Callable[[int], None]
     ) -> Tensor:
-        if self.packed:
+        # One sentence has no padding to save: the padded graph runs it, on one stream over every
+        # thread from the second such call (a served query; openvino.one_stream).
+        if self.packed and len(ids) > 1:
             lengths = [len(row) for row in ids]
             limit = options.max_tokens or MAX_PASS_TOKENS
             passes = packed_passes(lengths, len(self.engine.requests), max_pass_tokens=limit)
@@ -189,7 +191,7 @@ class Runners:
         self, input_module: Transformer | StaticEmbedding, pooling: Pooling, layers: Iterable[nn.Module]
     ) -> None:
         self.input_module, self.pooling, self.layers = input_module, pooling, layers
-        self.fast: tuple[tuple[object, ...], FastBert] | None = (
+        self.fast: tuple[WeightsStamp, FastBert] | None = (
             None  # bf16 weights, by the float32 weights' version
         )
         self.openvino: dict[str, OpenVinoEngine] = {}  # by precision, rebuilt like fast
@@ -266,9 +268,8 @@ class Runners:
             return float32
         network = transformer.model
         if device.type == "cpu" and supports(network):
-            version = parameter_version(network)
-            if self.fast is None or self.fast[0] != version:
-                self.fast = (version, FastBert(network, torch.bfloat16))
+            if self.fast is None or not self.fast[0].holds(network):
+                self.fast = (WeightsStamp(network), FastBert(network, torch.bfloat16))
             fast = self.fast[1]
 
             def bf16(features: dict[str, Tensor], prompt_length: int) -> Tensor:
@@ -291,7 +292,7 @@ class Runners:
         engine = self.openvino.get(plan.precision)
         if (
             engine is not None
-            and engine.version == parameter_version(transformer.model)
+            and engine.weights.holds(transformer.model)
             and engine.calibration is calibration
             and engine.native_bf16 == plan.cpu.bf16
         ):

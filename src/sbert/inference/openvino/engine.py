@@ -31,9 +31,10 @@ import torch
 from torch import Tensor, nn
 
 from sbert.base.batching import BATCH_COST_TOKENS, length_sorted_batches
-from sbert.base.weights import parameter_version
+from sbert.base.weights import WeightsStamp
 from sbert.inference.cpu import this_cpu
 from sbert.inference.openvino import graph_cache
+from sbert.inference.openvino.one_stream import OneStream
 from sbert.inference.openvino.runtime import compile_config, host_logging_kept, import_openvino
 from sbert.inference.openvino.runtime import keep_signal_stack as _keep_signal_stack
 from sbert.inference.packing import PackedTransformer, packable, pass_feeds
@@ -99,7 +100,7 @@ class OpenVinoEngine:
     """Pooled sentence vectors from an OpenVINO-compiled copy of the transformer and pooling.
 
     Args:
-        transformer: The encoder's transformer (converted as it is now; see :attr:`version`).
+        transformer: The encoder's transformer (converted as it is now; see :attr:`weights`).
         pooling: The encoder's pooling.
         precision: ``"float32"``, ``"bfloat16"``, ``"mixed"`` or ``"int8"``.
         calibration: mixed and int8: sentences whose activations fix the quantization ranges
@@ -153,10 +154,14 @@ class OpenVinoEngine:
                 model = self._calibrated(module, precision, calibration)
             else:
                 model = self._plain(module)
-            self.version = parameter_version(transformer.model)  # after tracing, which bumps version counters
+            self.weights = WeightsStamp(transformer.model)  # after tracing, which bumps version counters
             self.requests = self._compile(model)
         if reference is not None:
             self._prove(self.requests, packed=False)
+        config = compile_config(self.precision, self.native_bf16, self.threads)
+        self.one_stream = OneStream(
+            self.graph_key, config, self.threads, lambda r: self._prove(r, packed=False)
+        )
 
     @property
     def can_pack(self) -> bool:
@@ -285,7 +290,8 @@ class OpenVinoEngine:
         ``AsyncInferQueue`` callbacks, releasing the queue could deadlock on the GIL.
         """
         work = ((self._feeds([ids[i] for i in batch]), batch) for batch in batches)
-        return self._run(self.requests, work, len(ids), on_batch)
+        requests = self.one_stream.for_call(self.requests, len(batches))  # a query: every core on it
+        return self._run(requests, work, len(ids), on_batch)
 
     def embed_packed(
         self,
@@ -365,8 +371,8 @@ class OpenVinoEngine:
             with _keep_signal_stack():
                 example = pass_feeds(self._example_ids(), [[0, 1]])
                 requests = self._compile(self._convert(module, example))
-            # Tracing bumps the weights' version counters; the weights are those of self.version.
-            self.version = parameter_version(self.transformer.model)
+            # Tracing bumps the weights' version counters; the weights are those of self.weights.
+            self.weights = WeightsStamp(self.transformer.model)
             if self._reference is not None:
                 try:
                     self._prove(requests, packed=True)
@@ -378,8 +384,9 @@ class OpenVinoEngine:
 
     def _prove(self, requests: list[Any], packed: bool) -> None:
         """Raise :class:`~sbert.inference.probe.UnfaithfulGraph` unless the graph behind
-        ``requests`` gives the reference's vectors on the probe batch."""
-        assert self._reference is not None
+        ``requests`` gives the reference's vectors on the probe batch (no reference: nothing to prove)."""
+        if self._reference is None:
+            return
         ids = self.transformer.tokenize(probe_texts()).ids
         rows = list(range(len(ids)))
         # Packed: the two short sentences share a row beside the long one's.
