@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sbert.inference.openvino.graph_cache import read_stored
-from sbert.inference.openvino.runtime import import_openvino
+from sbert.inference.openvino.runtime import import_openvino, keep_signal_stack
 
 logger = logging.getLogger("sbert")
 
@@ -63,8 +63,9 @@ class OneStream:
             return
         config = {**self.config, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
         try:
-            compiled = import_openvino().Core().compile_model(model, "CPU", config)
-            requests = [compiled.create_infer_request()]
+            with keep_signal_stack():  # as every OpenVINO call of the engine (runtime.keep_signal_stack)
+                compiled = import_openvino().Core().compile_model(model, "CPU", config)
+                requests = [compiled.create_infer_request()]
             self.prove(requests)
         except Exception as error:  # an unfaithful or failed compile: the proved graph serves
             logger.debug("no one-stream OpenVINO graph (%s)", error)
