@@ -56,11 +56,7 @@ def main() -> None:
 
     pairs = [(p.sentence1, p.sentence2) for p in read_stsb("test", args.data_dir)][: args.limit]
     with tempfile.TemporaryDirectory() as folder:
-        torch.manual_seed(0)
-        CrossEncoder.from_pretrained(num_labels=1, device="cpu", precision="float32").save(
-            Path(folder) / "ce"
-        )
-        path = str(Path(folder) / "ce")
+        path = saved_cross_encoder(folder)
         ours = {
             "sbert default": CrossEncoder(path, device="cpu"),
             "sbert default, AVX2 class": CrossEncoder(path, device="cpu"),
@@ -75,6 +71,14 @@ def main() -> None:
         theirs = TheirCrossEncoder(path, device="cpu")
         result = measure(args, pairs, ours, theirs)
     report(args, result)
+
+
+def saved_cross_encoder(folder: str) -> str:
+    """The benchmarked model saved under ``folder``: the bundled all-MiniLM-L6-v2 with a new
+    one-label head, seed 0; its path."""
+    torch.manual_seed(0)
+    CrossEncoder.from_pretrained(num_labels=1, device="cpu", precision="float32").save(Path(folder) / "ce")
+    return str(Path(folder) / "ce")
 
 
 def measure(
