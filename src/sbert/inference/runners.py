@@ -92,7 +92,9 @@ def _training(module: nn.Module) -> bool:
     return any(sub.training for sub in module.modules())
 
 
-def _batches(ids: Sequence[Sequence[int]], options: RunOptions) -> list:  # type: ignore[type-arg]
+def option_batches(ids: Sequence[Sequence[int]], options: RunOptions) -> list:  # type: ignore[type-arg]
+    """Length-sorted batches of ``ids`` (index arrays) as ``options`` cut them: ``batch_size``,
+    ``max_tokens`` padded tokens, the cheapest cuts where ``batch_cost_tokens`` is set."""
     lengths = [len(row) for row in ids]
     return length_sorted_batches(lengths, options.batch_size, options.max_tokens, options.batch_cost_tokens)
 
@@ -120,7 +122,7 @@ class TorchRunner:
         device = self.device
         out: Tensor | None = None
         with evaluating([self.transformer, self.pooling, *self.layers]), torch.inference_mode():
-            for batch in _batches(ids, options):
+            for batch in option_batches(ids, options):
                 features = self.transformer.collate([ids[i] for i in batch])  # (batch, longest) each
                 features = {key: value.to(device) for key, value in features.items()}
                 pooled = self.forward(features, options.prompt_length)  # (batch, hidden)
@@ -171,7 +173,7 @@ class OpenVinoRunner:
             sizes = iter([sum(map(len, rows)) for rows in passes])
             pooled = self.engine.embed_packed(ids, passes, lambda: progress(next(sizes)))
         else:
-            batches = _batches(ids, options)
+            batches = option_batches(ids, options)
             counts = iter([len(batch) for batch in batches])
             pooled = self.engine.embed(ids, batches, lambda: progress(next(counts)))  # (n, hidden)
         with torch.inference_mode():

@@ -22,11 +22,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sbert.base.batching import length_sorted_batches
 from sbert.inference.planning import Planning
 from sbert.inference.precision import CALIBRATED, warn_once
 from sbert.inference.runner import RunOptions
-from sbert.inference.runners import ModeOfModel, evaluating
+from sbert.inference.runners import ModeOfModel, evaluating, option_batches
 from sbert.modules import MLMTransformer, SpladePooling, Tokenized, Transformer
 from sbert.sparse.fused_head import SpladeHead, fusable
 
@@ -160,10 +159,7 @@ def exact_batches(
     path (a CSR model, a calibrated precision, a head sbert does not fuse, a static route), whose
     SPLADE head holds a ``(sentences, longest, vocabulary)`` tensor: ``max_tokens`` bounds it."""
     out = torch.zeros((len(ids), model.dim), dtype=torch.float32)
-    lengths = [len(row) for row in ids]
-    for batch in length_sorted_batches(
-        lengths, options.batch_size, options.max_tokens, options.batch_cost_tokens
-    ):
+    for batch in option_batches(ids, options):
         vectors = model.exact_vectors([ids[i] for i in batch], max_active_dims, prompt_length)  # (batch, dim)
         out[torch.from_numpy(batch)] = vectors.float().cpu()
     return out
