@@ -2,7 +2,8 @@
 save: candidate variants of sbert's default ``CrossEncoder`` run timed against sentence-transformers'
 ``CrossEncoder.predict`` on the STSb test pairs, alternating every repeat, medians of the per-repeat
 ratios (the model as ``cross_encoder_speed.py`` makes it). "whole last layer" is the body as it was
-before 2026-11-29, every token through the last layer; the other variants run the body as it is.
+before 2026-11-29, every token through the last layer (on packed rows: before the packed first-token
+body, also 2026-11-29); the other variants run the body as it is.
 
 Every sbert variant runs on already-tokenized pairs (tokenizing is the same for all and ~1% of a
 call); sentence-transformers' side is its whole ``predict``. Each variant's logits are compared with
@@ -77,6 +78,14 @@ def whole_last_layer(path: str) -> CrossEncoder:
     return model
 
 
+def whole_last_layer_packed(path: str) -> CrossEncoder:
+    """A model whose packed rows run the last layer for every token (sbert before the packed
+    first-token body): its pair model offers no ``packed_first_token_vectors``."""
+    model = CrossEncoder(path, device="cpu")
+    model.input_module.model.packed_first_token_vectors = None  # PackedTransformer reads None as absent
+    return model
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
@@ -99,6 +108,7 @@ def main() -> None:
             "padded 64, cost 24": lambda: padded(model, ids, RunOptions(64, batch_cost_tokens=24)),
             "packed 256": lambda: packed(model, ids, 256),
             "packed 64": lambda: packed(model, ids, 64),
+            "whole last layer, packed 256": lambda: packed(whole_last_layer_packed(path), ids, 256),
             "one stream, padded 32": lambda: padded(one_stream(path), ids, RunOptions(32)),
             "whole last layer, padded 32": lambda: padded(whole_last_layer(path), ids, RunOptions(32)),
         }

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from sbert.inference.packing import block_diagonal_mask
 from sbert.inference.runners import ModeOfModel
 from sbert.modules import Tokenized, Transformer
 
@@ -143,27 +144,71 @@ class PairModel(ModeOfModel, nn.Module):  # type: ignore[misc]
         hidden = self.bert.embeddings(input_ids=tokens, token_type_ids=segments)  # (batch, seq, hidden)
         # (batch, 1, 1, seq): 0 on real tokens, the most negative float on padding
         padding = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-        *below, last = self.bert.encoder.layer
-        for layer in below:
-            hidden = layer(hidden, padding)
-        return _first_token_layer(last, hidden, padding)
+        hidden = self._below_the_last_layer(hidden, padding)
+        return _chosen_tokens_layer(self.bert.encoder.layer[-1], hidden, hidden[:, :1], padding)
+
+    def packed_first_token_vectors(
+        self, input_ids: Tensor, position_ids: Tensor, segment_ids: Tensor, token_index: Tensor
+    ) -> Tensor:
+        """:meth:`first_token_vectors` on packed rows (:class:`~sbert.inference.packing.PackedTransformer`
+        calls it): the last layer's vector of each pair's first token (``token_index[:, 0]``, its
+        place in the flattened rows), (pairs, 1, hidden). That token attends to its own pair's keys
+        and values in its row (its row of the block-diagonal mask); the layers below run on every token.
+
+        Examples:
+            >>> from transformers import BertConfig, BertModel
+            >>> from sbert.inference.packing import pass_feeds
+            >>> config = BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=2,
+            ...                     num_attention_heads=2, intermediate_size=16)
+            >>> network = PairModel(BertModel(config).eval(), nn.Identity())
+            >>> ids = [[2, 7, 3, 59, 53], [2, 8, 3, 53], [2, 9, 9, 3, 58, 53]]
+            >>> feeds = {k: torch.from_numpy(v) for k, v in pass_feeds(ids, [[0, 1], [2]]).items()}
+            >>> packed = network.packed_first_token_vectors(*[feeds[k] for k in list(feeds)[:4]])
+            >>> alone = [network(torch.tensor([row])).last_hidden_state[:, :1] for row in ids]
+            >>> packed.shape, torch.allclose(packed, torch.cat(alone), atol=1e-6)
+            (torch.Size([3, 1, 8]), True)
+        """
+        tokens, segments = self._split(input_ids)
+        hidden = self.bert.embeddings(
+            input_ids=tokens, token_type_ids=segments, position_ids=position_ids
+        )  # (rows, T, hidden)
+        mask = block_diagonal_mask(segment_ids)  # (rows, 1, T, T)
+        hidden = self._below_the_last_layer(hidden, mask)
+        first = token_index[:, 0]  # (pairs,)
+        chosen = hidden.reshape(-1, 1, hidden.shape[-1])[first]  # (pairs, 1, hidden)
+        own = mask.reshape(-1, 1, 1, mask.shape[-1])[first]  # (pairs, 1, 1, T): that token's mask row
+        rows = torch.div(first, input_ids.shape[1], rounding_mode="floor")  # (pairs,): its row
+        return _chosen_tokens_layer(self.bert.encoder.layer[-1], hidden, chosen, own, rows)
+
+    def _below_the_last_layer(self, hidden: Tensor, mask: Tensor) -> Tensor:
+        """``hidden`` (batch, seq, hidden) through every layer but the last, under the additive ``mask``."""
+        for layer in self.bert.encoder.layer[:-1]:
+            hidden = layer(hidden, mask)
+        return hidden
 
 
-def _first_token_layer(layer: Any, hidden: Tensor, padding: Tensor) -> Tensor:
-    """A Hugging Face ``BertLayer`` on ``hidden`` (batch, seq, hidden), its output for the first
-    token only (batch, 1, hidden): the same products as the whole layer's first row."""
+def _chosen_tokens_layer(
+    layer: Any, hidden: Tensor, chosen: Tensor, mask: Tensor, rows: Tensor | None = None
+) -> Tensor:
+    """A Hugging Face ``BertLayer`` on ``hidden`` (batch, seq, hidden), its output for chosen tokens
+    only (n, 1, hidden): the same products as the whole layer's rows of those tokens.
+
+    ``chosen`` (n, 1, hidden) is their input to the layer; token ``i`` attends to the keys and
+    values of row ``rows[i]`` of ``hidden`` (row ``i`` without ``rows``) under its additive mask
+    row ``mask[i]`` (n, 1, 1, seq)."""
     attention = layer.attention.self
-    first = hidden[:, :1]  # (batch, 1, hidden)
     heads = (attention.num_attention_heads, attention.attention_head_size)
     # sizes as -1 or read from shapes, not len(): a traced graph keeps any batch size
-    query = attention.query(first).view(-1, 1, *heads).transpose(1, 2)  # (batch, heads, 1, d)
+    query = attention.query(chosen).view(-1, 1, *heads).transpose(1, 2)  # (n, heads, 1, d)
     key = attention.key(hidden).view(hidden.shape[0], -1, *heads).transpose(1, 2)  # (batch, heads, seq, d)
     value = attention.value(hidden).view(hidden.shape[0], -1, *heads).transpose(1, 2)
+    if rows is not None:  # packed rows: each token's own row, computed once for all its row's tokens
+        key, value = key[rows], value[rows]  # (n, heads, seq, d)
     context = nn.functional.scaled_dot_product_attention(
-        query, key, value, padding, scale=attention.scaling
-    )  # (batch, heads, 1, d)
-    attended = layer.attention.output(context.transpose(1, 2).reshape(-1, 1, attention.all_head_size), first)
-    return layer.output(layer.intermediate(attended), attended)  # (batch, 1, hidden)
+        query, key, value, mask, scale=attention.scaling
+    )  # (n, heads, 1, d)
+    attended = layer.attention.output(context.transpose(1, 2).reshape(-1, 1, attention.all_head_size), chosen)
+    return layer.output(layer.intermediate(attended), attended)  # (n, 1, hidden)
 
 
 class PairEmbeddings:
@@ -221,8 +266,8 @@ class PairTransformer(ModeOfModel, Transformer):  # type: ignore[misc]
 
     def forward(self, features: dict[str, Tensor]) -> Tensor:
         """The first token's vector of the last layer, (batch, 1, hidden): what :class:`PairHead`
-        reads (:meth:`PairModel.first_token_vectors`). Packed rows, whose every token the runners
-        gather, run the whole model instead (:class:`~sbert.inference.packing.PackedTransformer`)."""
+        reads (:meth:`PairModel.first_token_vectors`). Packed rows take
+        :meth:`PairModel.packed_first_token_vectors` (:class:`~sbert.inference.packing.PackedTransformer`)."""
         network = cast(PairModel, self.model)  # what __init__ was given
         return network.first_token_vectors(features["input_ids"], features["attention_mask"])
 

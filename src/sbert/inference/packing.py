@@ -47,16 +47,21 @@ def packable(model: nn.Module, precision: str) -> bool:
     )
 
 
+def block_diagonal_mask(segment_ids: Tensor) -> Tensor:
+    """The additive attention mask (rows, 1, T, T) of packed rows: 0 where two tokens share a
+    segment, the most negative float32 elsewhere, so that each sentence attends only to itself."""
+    same = segment_ids[:, :, None] == segment_ids[:, None, :]  # (rows, T, T)
+    return torch.where(same, 0.0, torch.finfo(torch.float32).min)[:, None]
+
+
 def packed_token_vectors(
     body: nn.Module, input_ids: Tensor, position_ids: Tensor, segment_ids: Tensor
 ) -> Tensor:
     """A Hugging Face encoder's token vectors (rows, T, hidden) of packed rows: each sentence of a
     row attends only to itself (a block-diagonal mask by ``segment_ids``), at its own positions."""
-    same = segment_ids[:, :, None] == segment_ids[:, None, :]  # (rows, T, T)
-    mask = torch.where(same, 0.0, torch.finfo(torch.float32).min)[:, None]  # (rows, 1, T, T)
     return body(
         input_ids=input_ids,
-        attention_mask=mask,
+        attention_mask=block_diagonal_mask(segment_ids),
         position_ids=position_ids,
         token_type_ids=torch.zeros_like(input_ids),
     ).last_hidden_state
@@ -71,12 +76,23 @@ class PackedTransformer(nn.Module):
     number the sentences of a row from 1; a token attends only to its own segment (the padding at
     the end of a short row is segment 0 and attends only to itself). Each sentence's tokens are
     gathered into a padded block and pooled by the encoder's own pooling, inside the graph.
+
+    A model whose head reads each sentence's first token alone (a cross-encoder's classifier)
+    offers ``packed_first_token_vectors(input_ids, position_ids, segment_ids, token_index)``, its
+    last layer's vectors of those tokens (sentences, 1, hidden): that layer then runs for them
+    alone, and the pooling gets one token a sentence.
     """
 
     def __init__(self, model: nn.Module, pooling: Pooling | nn.Module) -> None:
         super().__init__()
         self.model = model
         self.pooling = pooling
+
+    def extra_repr(self) -> str:
+        """Part of a graph cache key (the module's repr): the first-token graph is another graph."""
+        if getattr(self.model, "packed_first_token_vectors", None) is not None:
+            return "output: each sentence's first token, the last layer computed for it alone"
+        return ""
 
     def forward(
         self,
@@ -86,6 +102,10 @@ class PackedTransformer(nn.Module):
         token_index: Tensor,
         token_mask: Tensor,
     ) -> Tensor:
+        first_tokens = getattr(self.model, "packed_first_token_vectors", None)
+        if first_tokens is not None:
+            first = first_tokens(input_ids, position_ids, segment_ids, token_index)  # (sentences, 1, hidden)
+            return self.pooling(first, token_mask[:, :1])
         tokens = packed_token_vectors(self.model, input_ids, position_ids, segment_ids)  # (rows, T, hidden)
         flat = tokens.reshape(-1, tokens.shape[-1])  # (rows · T, hidden)
         gathered = flat[token_index.reshape(-1)].reshape(
