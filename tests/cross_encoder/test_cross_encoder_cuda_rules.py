@@ -1,7 +1,8 @@
 """The cross-encoder on CUDA runs the GPU pipeline (unpadded attention, token budgets), not the whole
 transformers model in float32: run on the CPU under CUDA's rules (tests/cuda_rules.py) in fp32, bf16
 and fp16, its logits are sentence-transformers' CrossEncoder float32 logits within the dtype's
-bound, with no mixed dtype CUDA refuses and no host sync but the scores' copy."""
+bound, with no mixed dtype CUDA refuses and no host sync but the scores' copy; the last layer runs
+for each pair's ``[CLS]`` alone, on unpadded batches and on the CUDA graphs' buckets alike."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from tests.cuda_rules import CudaRules, plan_as_on_cuda
 
 from sbert import CrossEncoder
 from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
+from sbert.inference.fast_bert import FastBert
+from sbert.inference.runner import RunOptions
 
 PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
 # Worst logit difference to sentence-transformers' float32, relative to the largest logit, on the
@@ -22,9 +25,14 @@ PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch
 LOGIT_BOUND = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
+@pytest.mark.parametrize("graphs", [False, True], ids=["unpadded", "graph-buckets"])
 @pytest.mark.parametrize("precision", list(PRECISIONS))
 def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
-    saved_cross_encoder: Path, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch, precision: str
+    saved_cross_encoder: Path,
+    cuda_rules: CudaRules,
+    monkeypatch: pytest.MonkeyPatch,
+    precision: str,
+    graphs: bool,
 ) -> None:
     texts = gpu_sentences(60, seed=5, longest=20)
     pairs = list(zip(texts[:30], texts[30:]))
@@ -39,14 +47,21 @@ def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
     monkeypatch.setattr(CrossEncoder, "device", property(lambda self: torch.device("cuda:0")))
     dtype = PRECISIONS[precision]
     assert (model.plan.precision, model.plan.device) == (str(dtype)[6:], "cuda:0")
-    model.runners.pipeline_options = PipelineOptions(max_batch_tokens=120)  # several batches a call
+    # Several batches a call; with graphs, each fits a bucket (on the CPU: its shapes, no graph).
+    model.runners.pipeline_options = PipelineOptions(max_batch_tokens=120, graphs=graphs)
     _, runner = model.planning.runner(model.plan, pack=False)
     assert isinstance(runner, CudaPipeline) and runner.bert is not None and runner.dtype == dtype
     cuda_rules.on_device(model)
     model.logits(pairs[:2])  # builds the pipeline and converts the weights
     cuda_rules.reset()
+    first_token_layers = []
+    whole_layers = FastBert.first_token_layer
+    monkeypatch.setattr(
+        FastBert, "first_token_layer", lambda *args: first_token_layers.append(1) or whole_layers(*args)
+    )
     got = model.logits(pairs, batch_size=8)
     assert cuda_rules.checked > 0
+    assert len(first_token_layers) == len(runner.batches(model.tokenize(pairs).lengths, RunOptions()))
     assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
     worst = float((got - oracle.cpu()).abs().max() / oracle.abs().max())
     assert worst <= LOGIT_BOUND[dtype], worst
