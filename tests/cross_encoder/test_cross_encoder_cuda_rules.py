@@ -6,6 +6,8 @@ for each pair's ``[CLS]`` alone, on unpadded batches and on the CUDA graphs' buc
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,38 @@ def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
     assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
     worst = float((got - oracle.cpu()).abs().max() / oracle.abs().max())
     assert worst <= LOGIT_BOUND[dtype], worst
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_a_bert_the_pipeline_cannot_unpad_runs_its_first_token_body_padded_under_cudas_rules(
+    saved_cross_encoder: Path,
+    tmp_path: Path,
+    cuda_rules: CudaRules,
+    monkeypatch: pytest.MonkeyPatch,
+    precision: str,
+) -> None:
+    """A BERT classifier FastBert does not reproduce (another activation) runs on the pipeline's
+    padded batches under autocast: the pair body's first-token forward, within the dtype's bound."""
+    folder = tmp_path / "gelu-new"
+    shutil.copytree(saved_cross_encoder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "hidden_act": "gelu_new"}))
+    texts = gpu_sentences(24, seed=6, longest=16)
+    pairs = list(zip(texts[:12], texts[12:]))
+    with cuda_rules.paused():
+        oracle = STCrossEncoder(str(folder), device="cpu").predict(
+            pairs, activation_fn=torch.nn.Identity(), convert_to_tensor=True
+        )
+    plan_as_on_cuda(monkeypatch)
+    model = CrossEncoder.from_pretrained(folder, device="cpu", precision=precision)
+    monkeypatch.setattr(CrossEncoder, "device", property(lambda self: torch.device("cuda:0")))
+    _, runner = model.planning.runner(model.plan, pack=False)
+    assert isinstance(runner, CudaPipeline) and runner.bert is None  # padded batches
+    cuda_rules.on_device(model)
+    model.logits(pairs[:2])
+    cuda_rules.reset()
+    got = model.logits(pairs, batch_size=4)
+    assert cuda_rules.checked > 0
+    assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
+    worst = float((got - oracle.cpu()).abs().max() / oracle.abs().max())
+    assert worst <= LOGIT_BOUND[PRECISIONS[precision]], worst
