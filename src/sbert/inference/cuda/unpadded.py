@@ -136,9 +136,10 @@ class UnpaddedBert:
         for layer in w.layers[:-1] if first_token else w.layers:
             qkv = F.linear(x, layer.qkv_weight, layer.qkv_bias)  # (total, 3 * hidden)
             x = w.finish(layer, x, self._attention(qkv, batch))
-        if first_token:
+        if first_token:  # the last layer on each sentence's padded block, for its first token alone
             keep = batch.token_mask[:, None, None, :]  # (batch, 1, 1, longest)
-            return w.first_token_layer(x[batch.token_index], keep).float()  # (batch, longest, hidden) in
+            blocks = x[batch.token_index]  # (batch, longest, hidden)
+            return w.first_token_layer(blocks, keep).float()  # (batch, 1, hidden)
         return x.float()
 
     def _attention(self, qkv: Tensor, batch: UnpaddedBatch) -> Tensor:
