@@ -4,6 +4,8 @@ save: candidate variants of sbert's default ``CrossEncoder`` run timed against s
 ratios (the model as ``cross_encoder_speed.py`` makes it). "whole last layer" is the body as it was
 before 2026-11-29, every token through the last layer (on packed rows: before the packed first-token
 body, also 2026-11-29); the other variants run the body as it is.
+The "GPU pipeline on the CPU" pair runs the CUDA pipeline's unpadded float32 body here, with and
+without the last layer for ``[CLS]`` alone: what that change saves in arithmetic, measured on the CPU.
 
 Every sbert variant runs on already-tokenized pairs (tokenizing is the same for all and ~1% of a
 call); sentence-transformers' side is its whole ``predict``. Each variant's logits are compared with
@@ -32,6 +34,7 @@ from sbert import CrossEncoder
 from sbert.base.batching import length_sorted_batches
 from sbert.cross_encoder.engine import pair_ids
 from sbert.data import read_stsb
+from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
 from sbert.inference.openvino import engine as openvino_engine
 from sbert.inference.packing import packed_passes
 from sbert.inference.runner import RunOptions
@@ -86,6 +89,17 @@ def whole_last_layer_packed(path: str) -> CrossEncoder:
     return model
 
 
+def gpu_pipeline(model: CrossEncoder, ids: list[list[int]], first_token: bool) -> Callable[[], np.ndarray]:
+    """The GPU pipeline's body (unpadded BERT, float32) run on the CPU, batches of 32: its last layer
+    for ``[CLS]`` alone (as on a GPU since 2026-11-29) or for every token (before); a CPU proxy of the
+    arithmetic the change saves on a GPU."""
+    pipeline = CudaPipeline(
+        model.input_module, model.pooling, lambda pooled: pooled, torch.float32, PipelineOptions()
+    )
+    pipeline.first_token = first_token
+    return lambda: pipeline.run(ids, RunOptions(32), lambda done: None).numpy()[:, 0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
@@ -111,6 +125,8 @@ def main() -> None:
             "whole last layer, packed 256": lambda: packed(whole_last_layer_packed(path), ids, 256),
             "one stream, padded 32": lambda: padded(one_stream(path), ids, RunOptions(32)),
             "whole last layer, padded 32": lambda: padded(whole_last_layer(path), ids, RunOptions(32)),
+            "GPU pipeline on the CPU, float32": lambda: gpu_pipeline(model, ids, first_token=True),
+            "GPU pipeline on the CPU, float32, whole last layer": lambda: gpu_pipeline(model, ids, False),
         }
         chosen = {name: make() for name, make in variants.items() if name in (args.variants or variants)}
         theirs = TheirCrossEncoder(path, device="cpu")

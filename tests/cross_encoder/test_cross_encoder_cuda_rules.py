@@ -1,10 +1,13 @@
 """The cross-encoder on CUDA runs the GPU pipeline (unpadded attention, token budgets), not the whole
 transformers model in float32: run on the CPU under CUDA's rules (tests/cuda_rules.py) in fp32, bf16
 and fp16, its logits are sentence-transformers' CrossEncoder float32 logits within the dtype's
-bound, with no mixed dtype CUDA refuses and no host sync but the scores' copy."""
+bound, with no mixed dtype CUDA refuses and no host sync but the scores' copy; the last layer runs
+for each pair's ``[CLS]`` alone, on unpadded batches and on the CUDA graphs' buckets alike."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ from tests.cuda_rules import CudaRules, plan_as_on_cuda
 
 from sbert import CrossEncoder
 from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
+from sbert.inference.fast_bert import FastBert
+from sbert.inference.runner import RunOptions
 
 PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
 # Worst logit difference to sentence-transformers' float32, relative to the largest logit, on the
@@ -22,9 +27,14 @@ PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch
 LOGIT_BOUND = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
+@pytest.mark.parametrize("graphs", [False, True], ids=["unpadded", "graph-buckets"])
 @pytest.mark.parametrize("precision", list(PRECISIONS))
 def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
-    saved_cross_encoder: Path, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch, precision: str
+    saved_cross_encoder: Path,
+    cuda_rules: CudaRules,
+    monkeypatch: pytest.MonkeyPatch,
+    precision: str,
+    graphs: bool,
 ) -> None:
     texts = gpu_sentences(60, seed=5, longest=20)
     pairs = list(zip(texts[:30], texts[30:]))
@@ -39,14 +49,56 @@ def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
     monkeypatch.setattr(CrossEncoder, "device", property(lambda self: torch.device("cuda:0")))
     dtype = PRECISIONS[precision]
     assert (model.plan.precision, model.plan.device) == (str(dtype)[6:], "cuda:0")
-    model.runners.pipeline_options = PipelineOptions(max_batch_tokens=120)  # several batches a call
+    # Several batches a call; with graphs, each fits a bucket (on the CPU: its shapes, no graph).
+    model.runners.pipeline_options = PipelineOptions(max_batch_tokens=120, graphs=graphs)
     _, runner = model.planning.runner(model.plan, pack=False)
     assert isinstance(runner, CudaPipeline) and runner.bert is not None and runner.dtype == dtype
     cuda_rules.on_device(model)
     model.logits(pairs[:2])  # builds the pipeline and converts the weights
     cuda_rules.reset()
+    first_token_layers = []
+    whole_layers = FastBert.first_token_layer
+    monkeypatch.setattr(
+        FastBert, "first_token_layer", lambda *args: first_token_layers.append(1) or whole_layers(*args)
+    )
     got = model.logits(pairs, batch_size=8)
     assert cuda_rules.checked > 0
+    assert len(first_token_layers) == len(runner.batches(model.tokenize(pairs).lengths, RunOptions()))
     assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
     worst = float((got - oracle.cpu()).abs().max() / oracle.abs().max())
     assert worst <= LOGIT_BOUND[dtype], worst
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_a_bert_the_pipeline_cannot_unpad_runs_its_first_token_body_padded_under_cudas_rules(
+    saved_cross_encoder: Path,
+    tmp_path: Path,
+    cuda_rules: CudaRules,
+    monkeypatch: pytest.MonkeyPatch,
+    precision: str,
+) -> None:
+    """A BERT classifier FastBert does not reproduce (another activation) runs on the pipeline's
+    padded batches under autocast: the pair body's first-token forward, within the dtype's bound."""
+    folder = tmp_path / "gelu-new"
+    shutil.copytree(saved_cross_encoder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "hidden_act": "gelu_new"}))
+    texts = gpu_sentences(24, seed=6, longest=16)
+    pairs = list(zip(texts[:12], texts[12:]))
+    with cuda_rules.paused():
+        oracle = STCrossEncoder(str(folder), device="cpu").predict(
+            pairs, activation_fn=torch.nn.Identity(), convert_to_tensor=True
+        )
+    plan_as_on_cuda(monkeypatch)
+    model = CrossEncoder.from_pretrained(folder, device="cpu", precision=precision)
+    monkeypatch.setattr(CrossEncoder, "device", property(lambda self: torch.device("cuda:0")))
+    _, runner = model.planning.runner(model.plan, pack=False)
+    assert isinstance(runner, CudaPipeline) and runner.bert is None  # padded batches
+    cuda_rules.on_device(model)
+    model.logits(pairs[:2])
+    cuda_rules.reset()
+    got = model.logits(pairs, batch_size=4)
+    assert cuda_rules.checked > 0
+    assert [sync.what for sync in cuda_rules.syncs] == ["a copy to the host"], cuda_rules.syncs
+    worst = float((got - oracle.cpu()).abs().max() / oracle.abs().max())
+    assert worst <= LOGIT_BOUND[PRECISIONS[precision]], worst

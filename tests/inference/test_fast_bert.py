@@ -1,6 +1,7 @@
 import torch
 import torch.nn.functional as F
 from tests.cuda_rules import CudaRules
+from torch.utils.flop_counter import FlopCounterMode
 
 from sbert import SentenceEncoder
 from sbert.base.weights import parameter_version, weights_version
@@ -81,3 +82,22 @@ def test_weights_version_sees_every_kind_of_update_without_reading_a_weight(
     model.load_state_dict({k: v.clone() for k, v in model.state_dict().items()}, assign=True)
     assert changed()
     assert cuda_rules.syncs == []  # the key is read on the host: no wait for the device
+
+
+def test_the_first_token_alone_is_the_whole_passs_first_token_for_less_arithmetic(
+    tiny_encoder: SentenceEncoder,
+) -> None:
+    """What a cross-encoder's classifier reads: the last layer computed for each row's first token."""
+    features, _ = _reference(tiny_encoder)
+    fast = FastBert(tiny_encoder.transformer.model, torch.float32)
+    ids, mask = features["input_ids"], features["attention_mask"]
+    with FlopCounterMode(display=False) as whole_counted:
+        whole = fast(ids, mask)  # (batch, seq, hidden)
+    with FlopCounterMode(display=False) as first_counted:
+        first = fast(ids, mask, first_token=True)  # (batch, 1, hidden)
+    assert first.shape == (ids.shape[0], 1, whole.shape[-1])
+    torch.testing.assert_close(first, whole[:, :1], atol=1e-5, rtol=0)
+    config = tiny_encoder.transformer.model.config
+    feed_forward = 2 * 2 * config.hidden_size * config.intermediate_size  # FLOPs a token
+    saved = whole_counted.get_total_flops() - first_counted.get_total_flops()
+    assert saved >= ids.shape[0] * (ids.shape[1] - 1) * feed_forward

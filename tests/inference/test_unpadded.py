@@ -59,3 +59,19 @@ def test_bfloat16_stays_close_to_float32(tiny_encoder: SentenceEncoder) -> None:
 def test_a_sentence_without_tokens_is_named() -> None:
     with pytest.raises(ValueError, match="sentence 1 has no tokens"):
         unpadded_batch([[101, 102], []])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_first_token_alone_is_each_sentences_first_token_vector(
+    tiny_encoder: SentenceEncoder, dtype: torch.dtype
+) -> None:
+    """A cross-encoder's classifier reads each sentence's first token: the last layer runs for it alone."""
+    batch = unpadded_batch(tiny_encoder.token_ids(SENTENCES).ids)
+    bert = UnpaddedBert(tiny_encoder.transformer.model, dtype)
+    with torch.inference_mode():
+        whole = bert(batch)  # (total, hidden)
+        first = bert(batch, first_token=True)  # (batch, 1, hidden)
+    assert first.shape == (len(SENTENCES), 1, whole.shape[-1])
+    starts = batch.cu_seqlens[:-1].long()
+    bound = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(first[:, 0], whole[starts], atol=bound, rtol=0)

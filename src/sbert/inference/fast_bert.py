@@ -95,26 +95,50 @@ class FastBert:
             norm2=_norm(layer.output.LayerNorm, self.dtype),
         )
 
-    def __call__(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        """Token vectors of the last layer, float32, (batch, seq, hidden)."""
+    def __call__(self, input_ids: Tensor, attention_mask: Tensor, first_token: bool = False) -> Tensor:
+        """Token vectors of the last layer, float32, (batch, seq, hidden); with ``first_token``, the
+        first token's alone, (batch, 1, hidden) (:meth:`first_token_layer`: all a classifier reads)."""
         batch, seq = input_ids.shape
         hidden = self.word.shape[1]
         x = F.embedding(input_ids, self.word) + self.position[:seq] + self.token_type  # (batch, seq, hidden)
         x = F.layer_norm(x, (hidden,), *self.norm0, self.eps).to(self.dtype)
         keep = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq): padding is never attended
-        for layer in self.layers:
+        for layer in self.layers[:-1] if first_token else self.layers:
             qkv = F.linear(x, layer.qkv_weight, layer.qkv_bias)  # (batch, seq, 3 * hidden)
             query, key, value = qkv.view(batch, seq, 3, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
             context = F.scaled_dot_product_attention(query, key, value, attn_mask=keep)  # (b, heads, seq, d)
-            context = context.transpose(1, 2).reshape(batch, seq, hidden)
-            x = F.layer_norm(
-                x + F.linear(context, layer.out_weight, layer.out_bias), (hidden,), *layer.norm1, self.eps
-            )
-            up = F.gelu(F.linear(x, layer.up_weight, layer.up_bias))  # (batch, seq, intermediate)
-            x = F.layer_norm(
-                x + F.linear(up, layer.down_weight, layer.down_bias), (hidden,), *layer.norm2, self.eps
-            )
+            x = self.finish(layer, x, context.transpose(1, 2).reshape(batch, seq, hidden))
+        if first_token:
+            x = self.first_token_layer(x, keep)
         return x.float()
+
+    def finish(self, layer: _Layer, x: Tensor, context: Tensor) -> Tensor:
+        """A layer after its attention: the output projection and the feed-forward, each added to
+        its input and normalised; ``x`` and ``context`` (..., hidden) → (..., hidden)."""
+        hidden = x.shape[-1]
+        x = F.layer_norm(
+            x + F.linear(context, layer.out_weight, layer.out_bias), (hidden,), *layer.norm1, self.eps
+        )
+        up = F.gelu(F.linear(x, layer.up_weight, layer.up_bias))  # (..., intermediate)
+        return F.layer_norm(
+            x + F.linear(up, layer.down_weight, layer.down_bias), (hidden,), *layer.norm2, self.eps
+        )
+
+    def first_token_layer(self, x: Tensor, keep: Tensor) -> Tensor:
+        """The last layer on ``x`` (batch, seq, hidden), its output for each row's first token only
+        (batch, 1, hidden): keys and values of every token, but the query, the attention output and
+        the feed-forward of the first alone, five sixths of a layer's matrix products saved. ``keep``
+        (batch, 1, 1, seq) is True on the tokens a row attends to."""
+        layer, (batch, seq, hidden) = self.layers[-1], x.shape
+        first = x[:, :1]  # (batch, 1, hidden)
+        query = F.linear(first, layer.qkv_weight[:hidden], layer.qkv_bias[:hidden])  # (batch, 1, hidden)
+        query = query.view(batch, 1, self.heads, -1).transpose(1, 2)  # (batch, heads, 1, d)
+        key_value = F.linear(
+            x, layer.qkv_weight[hidden:], layer.qkv_bias[hidden:]
+        )  # (batch, seq, 2 * hidden)
+        key, value = key_value.view(batch, seq, 2, self.heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
+        context = F.scaled_dot_product_attention(query, key, value, attn_mask=keep)  # (batch, heads, 1, d)
+        return self.finish(layer, first, context.transpose(1, 2).reshape(batch, 1, hidden))
 
 
 def _norm(layer_norm: Any, dtype: torch.dtype) -> tuple[Tensor, Tensor]:

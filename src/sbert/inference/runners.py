@@ -273,10 +273,12 @@ class Runners:
             if self.fast is None or not self.fast[0].holds(network):
                 self.fast = (WeightsStamp(network), FastBert(network, torch.bfloat16))
             fast = self.fast[1]
+            first_token = bool(getattr(pooling, "reads_first_token", False))  # a cross-encoder's head
 
             def bf16(features: dict[str, Tensor], prompt_length: int) -> Tensor:
                 mask = features["attention_mask"]
-                return pooling(fast(features["input_ids"], mask), mask, prompt_length)  # (batch, hidden)
+                tokens = fast(features["input_ids"], mask, first_token)  # (batch, seq or 1, hidden)
+                return pooling(tokens, mask[:, : tokens.shape[1]], prompt_length)  # (batch, hidden)
 
             return bf16
 

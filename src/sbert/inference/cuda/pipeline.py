@@ -126,6 +126,9 @@ class CudaPipeline:
         # A head over real tokens (a SPLADE head: pools_real_tokens) takes the unpadded batch's flat
         # tokens as they are; a graph's bucket would run its vocabulary-wide product on padding.
         self.real_tokens = bool(getattr(pooling, "pools_real_tokens", False))
+        # A head that reads each sentence's first token alone (a cross-encoder's classifier): the
+        # last layer is computed for that token only.
+        self.first_token = bool(getattr(pooling, "reads_first_token", False))
         graphs = self.cuda if self.options.graphs is None else self.options.graphs
         graphs = graphs and not self.real_tokens
         self.graphs = GraphedForward(self._padded_bert, self.device) if graphs and self.bert else None
@@ -278,6 +281,9 @@ class CudaPipeline:
         if batch.kind == "unpadded":
             assert self.bert is not None
             unpadded: UnpaddedBatch = inputs
+            if self.first_token:
+                first = self.bert(unpadded, first_token=True)  # (batch, 1, hidden)
+                return self.after_pooling(self.pooling(first, unpadded.token_mask[:, :1], prompt_length))
             flat = self.bert(unpadded)  # (total, hidden)
             if self.real_tokens:  # each token's sentence: its row in the padded block, no host sync
                 sentence = torch.div(unpadded.flat_index, unpadded.longest, rounding_mode="floor")
@@ -298,8 +304,9 @@ class CudaPipeline:
         """What a CUDA graph records: the padded BERT forward pass with the same converted weights."""
         assert self.bert is not None
         weights: FastBert = self.bert.weights
-        tokens = weights(input_ids, attention_mask)  # (batch, seq, hidden)
-        return self.after_pooling(self.pooling(tokens, attention_mask, prompt_length)).float()
+        tokens = weights(input_ids, attention_mask, self.first_token)  # (batch, seq or 1, hidden)
+        mask = attention_mask[:, : tokens.shape[1]]
+        return self.after_pooling(self.pooling(tokens, mask, prompt_length)).float()
 
 
 def _convert(inputs: Any, convert: Callable[[Tensor], Tensor]) -> Any:

@@ -124,22 +124,22 @@ class UnpaddedBert:
     def dtype(self) -> torch.dtype:
         return self.weights.dtype
 
-    def __call__(self, batch: UnpaddedBatch) -> Tensor:
-        """Token vectors of the last layer, float32, ``(total, hidden)`` in the batch's flat order."""
+    def __call__(self, batch: UnpaddedBatch, first_token: bool = False) -> Tensor:
+        """Token vectors of the last layer, float32, ``(total, hidden)`` in the batch's flat order;
+        with ``first_token``, each sentence's first token's alone, ``(batch, 1, hidden)``: the last
+        layer runs on a padded block for that token's query alone
+        (:meth:`~sbert.inference.fast_bert.FastBert.first_token_layer`)."""
         w = self.weights
         hidden = w.word.shape[1]
         x = F.embedding(batch.input_ids, w.word) + F.embedding(batch.position_ids, w.position) + w.token_type
         x = F.layer_norm(x, (hidden,), *w.norm0, w.eps).to(w.dtype)  # (total, hidden)
-        for layer in w.layers:
+        for layer in w.layers[:-1] if first_token else w.layers:
             qkv = F.linear(x, layer.qkv_weight, layer.qkv_bias)  # (total, 3 * hidden)
-            context = self._attention(qkv, batch)  # (total, hidden)
-            x = F.layer_norm(
-                x + F.linear(context, layer.out_weight, layer.out_bias), (hidden,), *layer.norm1, w.eps
-            )
-            up = F.gelu(F.linear(x, layer.up_weight, layer.up_bias))  # (total, intermediate)
-            x = F.layer_norm(
-                x + F.linear(up, layer.down_weight, layer.down_bias), (hidden,), *layer.norm2, w.eps
-            )
+            x = w.finish(layer, x, self._attention(qkv, batch))
+        if first_token:  # the last layer on each sentence's padded block, for its first token alone
+            keep = batch.token_mask[:, None, None, :]  # (batch, 1, 1, longest)
+            blocks = x[batch.token_index]  # (batch, longest, hidden)
+            return w.first_token_layer(blocks, keep).float()  # (batch, 1, hidden)
         return x.float()
 
     def _attention(self, qkv: Tensor, batch: UnpaddedBatch) -> Tensor:
