@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -77,10 +78,10 @@ class PackedTransformer(nn.Module):
     the end of a short row is segment 0 and attends only to itself). Each sentence's tokens are
     gathered into a padded block and pooled by the encoder's own pooling, inside the graph.
 
-    A model whose head reads each sentence's first token alone (a cross-encoder's classifier)
-    offers ``packed_first_token_vectors(input_ids, position_ids, segment_ids, token_index)``, its
-    last layer's vectors of those tokens (sentences, 1, hidden): that layer then runs for them
-    alone, and the pooling gets one token a sentence.
+    Where the head reads each sentence's first token alone (``reads_first_token``: a
+    cross-encoder's classifier) and the model offers ``packed_first_token_vectors(input_ids,
+    position_ids, segment_ids, token_index)``, its last layer's vectors of those tokens (sentences,
+    1, hidden), that layer runs for them alone and the head gets one token a sentence.
     """
 
     def __init__(self, model: nn.Module, pooling: Pooling | nn.Module) -> None:
@@ -90,9 +91,15 @@ class PackedTransformer(nn.Module):
 
     def extra_repr(self) -> str:
         """Part of a graph cache key (the module's repr): the first-token graph is another graph."""
-        if getattr(self.model, "packed_first_token_vectors", None) is not None:
+        if self._first_tokens() is not None:
             return "output: each sentence's first token, the last layer computed for it alone"
         return ""
+
+    def _first_tokens(self) -> Any:
+        """The model's ``packed_first_token_vectors`` where the head reads the first token alone, else None."""
+        if not getattr(self.pooling, "reads_first_token", False):
+            return None
+        return getattr(self.model, "packed_first_token_vectors", None)
 
     def forward(
         self,
@@ -102,7 +109,7 @@ class PackedTransformer(nn.Module):
         token_index: Tensor,
         token_mask: Tensor,
     ) -> Tensor:
-        first_tokens = getattr(self.model, "packed_first_token_vectors", None)
+        first_tokens = self._first_tokens()
         if first_tokens is not None:
             first = first_tokens(input_ids, position_ids, segment_ids, token_index)  # (sentences, 1, hidden)
             return self.pooling(first, token_mask[:, :1])
