@@ -18,7 +18,6 @@ from tests.cuda_rules import CudaRules, plan_as_on_cuda
 
 from sbert import CrossEncoder
 from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
-from sbert.inference.fast_bert import FastBert
 from sbert.inference.runner import RunOptions
 
 PRECISIONS = {"auto": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -63,6 +62,7 @@ def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
     saved_cross_encoder: Path,
     cuda_rules: CudaRules,
     monkeypatch: pytest.MonkeyPatch,
+    first_token_layers: list[int],
     precision: str,
     graphs: bool,
 ) -> None:
@@ -77,11 +77,7 @@ def test_scoring_on_cuda_runs_the_unpadded_pipeline_under_cudas_rules(
     cuda_rules.on_device(model)
     model.logits(pairs[:2])  # builds the pipeline and converts the weights
     cuda_rules.reset()
-    first_token_layers = []
-    whole_layers = FastBert.first_token_layer
-    monkeypatch.setattr(
-        FastBert, "first_token_layer", lambda *args: first_token_layers.append(1) or whole_layers(*args)
-    )
+    first_token_layers.clear()
     got = model.logits(pairs, batch_size=8)
     assert len(first_token_layers) == len(runner.batches(model.tokenize(pairs).lengths, RunOptions()))
     _check(got, oracle, cuda_rules, precision)

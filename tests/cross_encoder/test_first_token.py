@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import torch
 from sentence_transformers import CrossEncoder as STCrossEncoder
 from torch.utils.flop_counter import FlopCounterMode
 
 from sbert import CrossEncoder
 from sbert.inference.cpu import BF16_AND_VNNI
-from sbert.inference.fast_bert import FastBert
 
 PAIRS = [
     ("a man plays guitar", "a man plays music"),
@@ -48,7 +46,7 @@ def test_the_compiled_graph_is_not_the_whole_bodys(saved_cross_encoder: Path) ->
 
 
 def test_bf16_on_the_cpu_runs_the_last_layer_for_the_first_token_alone(
-    saved_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
+    saved_cross_encoder: Path, first_token_layers: list[int]
 ) -> None:
     """PyTorch's bf16 path (FastBert, where bf16 is the CPU's default) computes the last layer for
     ``[CLS]`` alone, and its logits stay sentence-transformers' float32 logits within bf16's bound."""
@@ -59,11 +57,6 @@ def test_bf16_on_the_cpu_runs_the_last_layer_for_the_first_token_alone(
         )
     model = CrossEncoder(saved_cross_encoder, device="cpu", precision="auto", backend="torch")
     model.cpu_capabilities = BF16_AND_VNNI  # planned as on a CPU with native bf16, wherever this runs
-    calls = []
-    first_token_layer = FastBert.first_token_layer
-    monkeypatch.setattr(
-        FastBert, "first_token_layer", lambda *args: calls.append(1) or first_token_layer(*args)
-    )
     got = model.logits(pairs, batch_size=4)
-    assert model.plan.precision == "bfloat16" and len(calls) == 3  # one a batch
+    assert model.plan.precision == "bfloat16" and first_token_layers == [4, 4, 1]  # one a batch
     assert float((got - oracle).abs().max() / oracle.abs().max()) <= 3e-2
