@@ -16,6 +16,7 @@ from tests.sparse.conftest import save_st_splade
 from sbert import SparseEncoder
 from sbert.data import Triplet
 from sbert.inference.cuda.pipeline import CudaPipeline, PipelineOptions
+from sbert.inference.runner import RunOptions
 from sbert.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
 from sbert.sparse.engine import fast_vectors
 
@@ -93,3 +94,27 @@ def test_a_training_step_under_autocast_keeps_cudas_rules(
     value.backward()
     assert cuda_rules.checked > 0 and torch.isfinite(value)
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_the_exact_path_in_a_servers_cuts_waits_for_the_device_once(
+    tiny_mlm_dir: Path, tmp_path: Path, cuda_rules: CudaRules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact float32 path run in several cuts (``sbert serve``'s merged batches of a model the
+    engine does not serve; a prompt the pooling leaves out takes it too) keeps every cut's vectors
+    on the device and copies them to the host once (not once a cut), giving the one-batch exact
+    vectors."""
+    path = save_st_splade(tiny_mlm_dir, tmp_path / "model", "max")
+    plan_as_on_cuda(monkeypatch)
+    model = SparseEncoder.from_pretrained(path, device="cpu", precision="float32")
+    ids = model.input_module.tokenize(gpu_sentences(12, seed=8)).ids
+    with cuda_rules.paused():
+        expected = model.exact_vectors(ids, None, prompt_length=2)
+    cuda_rules.on_device(model)
+    cuda_rules.reset()
+    got = model.encode_token_ids(ids, None, prompt_length=2, options=RunOptions(batch_size=4))
+    assert cuda_rules.checked > 0
+    copies = [sync for sync in cuda_rules.syncs if sync.what == "a copy to the host"]
+    assert len(copies) == 1, cuda_rules.syncs
+    # The exact path is transformers' own model, whose attention mask asks the host once a pass.
+    assert all("transformers" in sync.inside for sync in cuda_rules.syncs if sync not in copies)
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)

@@ -157,12 +157,16 @@ def exact_batches(
     padded tokens, at the cheapest cuts where ``batch_cost_tokens`` is set (``pack`` does not
     apply: no exact pass packs). ``sbert serve`` runs its merged batches so for a model on the exact
     path (a CSR model, a calibrated precision, a head sbert does not fuse, a static route), whose
-    SPLADE head holds a ``(sentences, longest, vocabulary)`` tensor: ``max_tokens`` bounds it."""
-    out = torch.zeros((len(ids), model.dim), dtype=torch.float32)
+    SPLADE head holds a ``(sentences, longest, vocabulary)`` tensor: ``max_tokens`` bounds it.
+    The vectors stay on the model's device until the end: one copy to the host a call, not a wait
+    for the device per batch."""
+    out: Tensor | None = None  # (n, dim) where the vectors are computed
     for batch in option_batches(ids, options):
         vectors = model.exact_vectors([ids[i] for i in batch], max_active_dims, prompt_length)  # (batch, dim)
-        out[torch.from_numpy(batch)] = vectors.float().cpu()
-    return out
+        if out is None:
+            out = torch.zeros((len(ids), vectors.shape[1]), dtype=torch.float32, device=vectors.device)
+        out.index_copy_(0, torch.from_numpy(batch).to(vectors.device), vectors.float())
+    return torch.zeros((0, model.dim)) if out is None else out.cpu()
 
 
 __all__ = [
